@@ -1,0 +1,79 @@
+// lazyjit-bench entry point: Google Benchmark's main plus a lazyjit/hand ratio table of medians.
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "hand_loops.h"
+
+namespace {
+
+struct Median {
+  double seconds;
+  benchmark::TimeUnit unit;
+};
+
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  using ConsoleReporter::ConsoleReporter;
+
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& r : runs) {
+      bool median = r.run_type == Run::RT_Aggregate && r.aggregate_name == "median";
+      bool single = r.run_type == Run::RT_Iteration && r.repetitions <= 1;
+      if (r.error_occurred || !(median || single)) continue;
+      std::string key = r.run_name.function_name;
+      if (!r.run_name.args.empty()) key += "/" + r.run_name.args;
+      double seconds = r.GetAdjustedRealTime() / benchmark::GetTimeUnitMultiplier(r.time_unit);
+      medians_[key] = {seconds, r.time_unit};
+    }
+  }
+
+  void Finalize() override {
+    ConsoleReporter::Finalize();
+    auto& out = GetOutputStream();
+    bool header = false;
+    for (const auto& [key, lazy] : medians_) {
+      auto pos = key.find("_lazyjit");
+      if (pos == std::string::npos) continue;
+      std::string peer = key;
+      peer.replace(pos, 8, "_hand");
+      auto hand = medians_.find(peer);
+      if (hand == medians_.end()) continue;
+      if (!header) out << "\nmedian real time, lazyjit vs hand loop (" << bench::kHandThreads << " threads):\n";
+      header = true;
+      std::string workload = key.substr(0, pos) + key.substr(pos + 8);
+      if (workload.rfind("BM_", 0) == 0) workload.erase(0, 3);
+      double mult = benchmark::GetTimeUnitMultiplier(lazy.unit);
+      const char* unit = benchmark::GetTimeUnitString(lazy.unit);
+      char line[256];
+      std::snprintf(line, sizeof line, "ratio %s: lazyjit %.3g %s, hand %.3g %s -> %.2fx\n",
+                    workload.c_str(), lazy.seconds * mult, unit, hand->second.seconds * mult, unit,
+                    lazy.seconds / hand->second.seconds);
+      out << line;
+    }
+    out.flush();
+  }
+
+ private:
+  std::map<std::string, Median> medians_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  setenv("LAZYJIT_NUM_THREADS", std::to_string(bench::kHandThreads).c_str(), /*overwrite=*/0);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  RatioReporter reporter(isatty(STDOUT_FILENO) ? benchmark::ConsoleReporter::OO_Color
+                                               : benchmark::ConsoleReporter::OO_None);
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  return 0;
+}

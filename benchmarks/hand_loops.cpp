@@ -1,0 +1,86 @@
+// Hand-written peer kernels (see hand_loops.h). Built with -O3 -march=native, no fast-math.
+#include "hand_loops.h"
+
+#include <immintrin.h>
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+namespace bench {
+namespace {
+
+tbb::task_arena& arena() {
+  static tbb::task_arena a(kHandThreads);
+  return a;
+}
+
+template <class Body>
+void parallel(int64_t n, Body body) {
+  arena().execute([&] {
+    tbb::parallel_for(
+        tbb::blocked_range<int64_t>(0, n),
+        [&](const tbb::blocked_range<int64_t>& r) { body(r.begin(), r.end()); },
+        tbb::static_partitioner());
+  });
+}
+
+inline float simple(float v) { return std::max(v * 1.5f + 0.25f, 0.0f) * 0.5f + v; }
+
+}  // namespace
+
+void ew_simple(const float* __restrict x, float* __restrict out, int64_t n) {
+  parallel(n, [=](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) out[i] = simple(x[i]);
+  });
+}
+
+void ew_simple_stream(const float* __restrict x, float* __restrict out, int64_t n) {
+  parallel(n, [=](int64_t b, int64_t e) {
+    int64_t i = b;
+#ifdef __AVX512F__
+    for (; i < e && reinterpret_cast<uintptr_t>(out + i) % 64 != 0; ++i) out[i] = simple(x[i]);
+    const __m512 k15 = _mm512_set1_ps(1.5f), k025 = _mm512_set1_ps(0.25f);
+    const __m512 k05 = _mm512_set1_ps(0.5f), zero = _mm512_setzero_ps();
+    for (; i + 16 <= e; i += 16) {
+      __m512 v = _mm512_loadu_ps(x + i);
+      __m512 t = _mm512_add_ps(_mm512_mul_ps(v, k15), k025);
+      t = _mm512_mask_max_ps(zero, 0xFFFF, t, zero);  // _mm512_max_ps trips GCC 12's -Wmaybe-uninitialized
+      _mm512_stream_ps(out + i, _mm512_add_ps(_mm512_mul_ps(t, k05), v));
+    }
+    _mm_sfence();
+#endif
+    for (; i < e; ++i) out[i] = simple(x[i]);
+  });
+}
+
+// The plain loop a C++ programmer writes. Without -fno-math-errno g++ keeps expf/tanhf
+// scalar calls into glibc.
+void ew_transcendental(const float* __restrict x, float* __restrict out, int64_t n) {
+  parallel(n, [=](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      float v = x[i];
+      float sig = 1.0f / (1.0f + std::exp(-v));
+      out[i] = sig * std::tanh(0.5f * v + 1.0f) + v * v;
+    }
+  });
+}
+
+void trace_peer(const float* in, float* out) {
+  float y[kTraceElems];
+  std::copy(in, in + kTraceElems, y);
+  for (int i = 0; i < kTraceOps; ++i) {
+    if (i % 2 == 0) {
+      for (float& v : y) v += 1.0f;
+    } else {
+      for (float& v : y) v *= 0.999f;
+    }
+  }
+  std::copy(y, y + kTraceElems, out);
+}
+
+}  // namespace bench

@@ -1,0 +1,9 @@
+// lazyjit: a JIT backend for lazy tensor programs. Include this header.
+#pragma once
+
+#include "lazyjit/dtype.h"      // IWYU pragma: export
+#include "lazyjit/error.h"      // IWYU pragma: export
+#include "lazyjit/ops.h"        // IWYU pragma: export
+#include "lazyjit/runtime.h"    // IWYU pragma: export
+#include "lazyjit/scalar.h"     // IWYU pragma: export
+#include "lazyjit/tensor.h"     // IWYU pragma: export

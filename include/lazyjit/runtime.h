@@ -1,0 +1,47 @@
+// Materialisation, metrics and dumps.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lazyjit/tensor.h"
+
+namespace lazyjit {
+
+/// Materialises `tensors` in one graph: compiles (or finds in the cache) one kernel set for
+/// all of them and runs it. Tensors that already hold data are skipped.
+void sync(const std::vector<Tensor>& tensors);
+
+/// The step barrier: materialises every live tensor that has pending IR, in one graph.
+void mark_step();
+
+/// Counters since process start or the last reset_metrics(). Thread-safe snapshot.
+struct Metrics {
+  int64_t graphs_traced = 0;      ///< graphs collected for materialisation
+  int64_t nodes_traced = 0;       ///< IR nodes created by ops
+  int64_t graphs_executed = 0;    ///< graphs run (cache hit or fresh compile)
+  int64_t compiles = 0;           ///< LLVM optimise + codegen runs
+  int64_t cache_hits = 0;         ///< in-memory compile cache
+  int64_t cache_misses = 0;
+  int64_t disk_cache_hits = 0;    ///< objects loaded from the on-disk cache instead of compiling
+  int64_t evictions = 0;
+  int64_t donations = 0;          ///< outputs written into an input's buffer
+  int64_t bytes_allocated = 0;    ///< fresh buffer memory (pool reuse does not count)
+  int64_t bytes_reused = 0;       ///< buffer memory served from the pool
+  int64_t bytes_in = 0;           ///< copied in by from_vector
+  int64_t bytes_out = 0;          ///< copied out by to_vector / item
+  int64_t kernels_launched = 0;
+  double compile_seconds = 0;     ///< lowering + LLVM optimise + codegen
+  double execute_seconds = 0;     ///< running kernels
+};
+Metrics metrics();
+/// A readable report of metrics(), one counter per line.
+std::string metrics_report();
+void reset_metrics();
+
+enum class DumpFormat { LazyIr, LlvmIr, OptimizedLlvmIr, Assembly };
+/// Text of the graph that would materialise `tensors`, in the chosen form. Does not run it.
+std::string dump(const std::vector<Tensor>& tensors, DumpFormat format);
+
+}  // namespace lazyjit

@@ -1,0 +1,120 @@
+// Tensor: a cheap, shared handle to a lazily computed value.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "lazyjit/dtype.h"
+#include "lazyjit/scalar.h"
+
+namespace lazyjit {
+
+namespace detail {
+class TensorImpl;
+}
+
+/// A handle to a tensor, as `at::Tensor` is: copying a Tensor gives another handle to the same
+/// tensor. Ops on tensors record IR instead of running; the value is computed when it is read
+/// (`to_vector`, `item`) or at `sync`/`mark_step`. Shapes and dtypes are checked when an op is
+/// traced, so a mistake throws `Error` at the call that made it.
+///
+/// Thread safety: distinct tensors may be used from different threads; one tensor must not be
+/// mutated concurrently with other uses of it.
+class Tensor {
+ public:
+  /// An undefined tensor; every op on it throws Error.
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<detail::TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  /// Copies `data` into a new tensor of the given shape; throws Error if the element count
+  /// differs from the product of `shape` or a dim is negative.
+  template <class T>
+  static Tensor from_vector(const std::vector<T>& data, std::vector<int64_t> shape) {
+    if constexpr (std::is_same_v<T, bool>) {
+      std::vector<uint8_t> bytes(data.begin(), data.end());
+      return from_data(bytes.data(), static_cast<int64_t>(bytes.size()), DType::Bool, std::move(shape));
+    } else {
+      return from_data(data.data(), static_cast<int64_t>(data.size()), dtype_of_v<T>, std::move(shape));
+    }
+  }
+  /// A 1-D tensor holding `data`.
+  template <class T>
+  static Tensor from_vector(const std::vector<T>& data) {
+    return from_vector(data, {static_cast<int64_t>(data.size())});
+  }
+
+  bool defined() const { return impl_ != nullptr; }
+  std::vector<int64_t> shape() const;
+  int64_t dim() const;
+  int64_t numel() const;
+  DType dtype() const;
+
+  /// Materialises the tensor and copies its elements out in row-major order.
+  /// Throws Error when T does not match dtype() (use `to(DType)` first).
+  template <class T>
+  std::vector<T> to_vector() const {
+    if constexpr (std::is_same_v<T, bool>) {
+      std::vector<uint8_t> bytes(static_cast<size_t>(numel()));
+      copy_out(bytes.data(), DType::Bool);
+      return std::vector<bool>(bytes.begin(), bytes.end());
+    } else {
+      std::vector<T> out(static_cast<size_t>(numel()));
+      copy_out(out.data(), dtype_of_v<T>);
+      return out;
+    }
+  }
+
+  /// The single element of a one-element tensor, converted to T as a C++ cast would.
+  /// Throws Error when numel() != 1.
+  template <class T>
+  T item() const {
+    Scalar s = item_scalar();
+    if constexpr (std::is_same_v<T, bool>) {
+      return s.to_double() != 0.0;
+    } else if constexpr (std::is_floating_point_v<T>) {
+      return static_cast<T>(s.to_double());
+    } else {
+      return static_cast<T>(s.to_int64());
+    }
+  }
+
+  /// A new tensor with the elements converted to `dtype` (C++ conversion rules; float to
+  /// integer out of range is unspecified, as in PyTorch).
+  Tensor to(DType dtype) const;
+
+  /// In-place updates: the tensor keeps its identity (every handle sees the new value) and gets
+  /// a new IR value; tensors computed from its old value keep the old value.
+  Tensor& operator+=(const Tensor& other);
+  Tensor& operator-=(const Tensor& other);
+  Tensor& operator*=(const Tensor& other);
+  Tensor& operator/=(const Tensor& other);
+  Tensor& operator+=(Scalar other);
+  Tensor& operator-=(Scalar other);
+  Tensor& operator*=(Scalar other);
+  Tensor& operator/=(Scalar other);
+  /// Copies `src` (broadcast to this shape, converted to this dtype) into this tensor.
+  Tensor& copy_(const Tensor& src);
+
+  /// "Tensor(float32[2,3])"; does not materialise.
+  std::string to_string() const;
+
+  /// Identity: whether two handles refer to the same tensor.
+  bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
+
+  /// Internal: the implementation object (used by the runtime).
+  const std::shared_ptr<detail::TensorImpl>& impl() const { return impl_; }
+
+ private:
+  static Tensor from_data(const void* data, int64_t count, DType dtype, std::vector<int64_t> shape);
+  void copy_out(void* dst, DType requested) const;
+  Scalar item_scalar() const;
+  detail::TensorImpl& checked_impl(const char* op) const;
+
+  std::shared_ptr<detail::TensorImpl> impl_;
+};
+
+}  // namespace lazyjit

@@ -1,0 +1,108 @@
+// Node creation with trace-time checks, promotion and broadcasting.
+#include "ir/builder.h"
+
+#include "absl/status/status.h"
+#include "fmt/format.h"
+#include "fmt/ranges.h"
+#include "ir/types.h"
+
+namespace lazyjit::ir {
+
+NodePtr make_parameter(BackendDataPtr data) {
+  Shape shape(data->shape().begin(), data->shape().end());
+  auto node = std::make_shared<Node>(OpKind::Parameter, data->dtype(), std::move(shape), Node::Operands{});
+  node->data_ = std::move(data);
+  return node;
+}
+
+NodePtr make_scalar(ScalarValue value, DType dtype, Shape shape) {
+  auto node = std::make_shared<Node>(OpKind::Scalar, dtype, std::move(shape), Node::Operands{});
+  node->scalar_ = value;
+  return node;
+}
+
+NodePtr make_scalar(Scalar value, DType dtype) {
+  ScalarValue v;
+  if (is_floating(dtype)) {
+    v = ScalarValue::of_double(value.to_double());
+  } else if (dtype == DType::Bool) {
+    v = ScalarValue::of_int(value.to_double() != 0.0);
+  } else if (dtype == DType::Int32) {
+    v = ScalarValue::of_int(static_cast<int32_t>(value.to_int64()));
+  } else {
+    v = ScalarValue::of_int(value.to_int64());
+  }
+  return make_scalar(v, dtype, Shape{});
+}
+
+absl::StatusOr<NodePtr> make_arange(int64_t n, DType dtype) {
+  if (n < 0) return absl::InvalidArgumentError(fmt::format("arange: n must be >= 0, got {}", n));
+  if (dtype == DType::Bool) return absl::InvalidArgumentError("arange: dtype bool is not supported");
+  return std::make_shared<Node>(OpKind::Arange, dtype, Shape{n}, Node::Operands{});
+}
+
+NodePtr make_cast(NodePtr node, DType dtype) {
+  if (node->dtype() == dtype) return node;
+  Shape shape = node->shape();
+  return std::make_shared<Node>(OpKind::Cast, dtype, std::move(shape), Node::Operands{std::move(node)});
+}
+
+namespace {
+
+/// The dtype the value operands are brought to before `info`'s op runs on them.
+absl::StatusOr<DType> operand_dtype(const OpInfo& info, std::span<const NodePtr> values) {
+  DType common = values[0]->dtype();
+  for (const NodePtr& v : values.subspan(1)) common = promote_types(common, v->dtype());
+  switch (info.admits) {
+    case Admits::All: return common;
+    case Admits::Floating: return is_floating(common) ? common : DType::Float32;
+    case Admits::Bool: return DType::Bool;
+    case Admits::Numeric:
+      if (common == DType::Bool) {
+        return absl::InvalidArgumentError(fmt::format("{}: bool operands are not supported", info.name));
+      }
+      return common;
+  }
+  return common;
+}
+
+DType result_dtype(DTypeRule rule, DType operands) {
+  return rule == DTypeRule::Compare ? DType::Bool : operands;
+}
+
+}  // namespace
+
+absl::StatusOr<NodePtr> make_elementwise(OpKind op, std::span<const NodePtr> operands) {
+  const OpInfo& info = op_info(op);
+  if (info.kind != LoweringKind::Elementwise || op == OpKind::Cast) {
+    return absl::InternalError(fmt::format("{} is not an elementwise op", info.name));
+  }
+  if (static_cast<int>(operands.size()) != info.arity) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: expected {} operands, got {}", info.name, info.arity, operands.size()));
+  }
+  Shape shape = operands[0]->shape();
+  for (const NodePtr& operand : operands.subspan(1)) {
+    absl::StatusOr<Shape> s = broadcast_shapes(info.name, shape, operand->shape());
+    if (!s.ok()) return s.status();
+    shape = *std::move(s);
+  }
+
+  Node::Operands converted(operands.begin(), operands.end());
+  std::span<const NodePtr> values = operands;
+  if (info.dtype_rule == DTypeRule::Select) {
+    if (operands[0]->dtype() != DType::Bool) {
+      return absl::InvalidArgumentError(fmt::format("{}: condition must be bool, got {}", info.name, dtype_name(operands[0]->dtype())));
+    }
+    values = operands.subspan(1);
+  }
+  absl::StatusOr<DType> dtype = operand_dtype(info, values);
+  if (!dtype.ok()) return dtype.status();
+  for (size_t i = converted.size() - values.size(); i < converted.size(); ++i) {
+    converted[i] = make_cast(std::move(converted[i]), *dtype);
+  }
+  return std::make_shared<Node>(op, result_dtype(info.dtype_rule, *dtype), std::move(shape),
+                                std::move(converted));
+}
+
+}  // namespace lazyjit::ir

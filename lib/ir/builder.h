@@ -1,0 +1,28 @@
+// Creating IR nodes: the trace-time checks, dtype promotion and shape inference of every op.
+#pragma once
+
+#include <span>
+
+#include "absl/status/statusor.h"
+#include "ir/node.h"
+#include "lazyjit/scalar.h"
+
+namespace lazyjit::ir {
+
+/// A leaf reading `data`.
+NodePtr make_parameter(BackendDataPtr data);
+/// A leaf with a runtime value, splatted to `shape`.
+NodePtr make_scalar(ScalarValue value, DType dtype, Shape shape);
+/// A rank-0 Scalar leaf holding `value` converted to `dtype`.
+NodePtr make_scalar(Scalar value, DType dtype);
+/// 0, 1, ..., n-1 as a rank-1 leaf of `dtype`.
+absl::StatusOr<NodePtr> make_arange(int64_t n, DType dtype);
+/// `node` converted to `dtype`; `node` itself when it already has that dtype.
+NodePtr make_cast(NodePtr node, DType dtype);
+
+/// An elementwise op over `operands`: checks arity and dtypes, promotes the operands to a
+/// common dtype with explicit casts (as the op's Admits column asks), and broadcasts shapes.
+/// Errors name the op and the values, e.g. "sub: bool operands are not supported".
+absl::StatusOr<NodePtr> make_elementwise(OpKind op, std::span<const NodePtr> operands);
+
+}  // namespace lazyjit::ir

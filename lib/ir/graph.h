@@ -1,0 +1,31 @@
+// Graph: the post-order of the nodes that produce a set of roots, its inputs and its key.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "ir/hash.h"
+#include "ir/node.h"
+
+namespace lazyjit::ir {
+
+/// A DAG ready to lower or interpret. Nodes are borrowed: the caller keeps the roots alive.
+struct Graph {
+  std::vector<const Node*> nodes;    ///< post-order: operands before users
+  std::vector<int> roots;            ///< node index of each result, in order; may repeat
+  std::vector<int> parameter_slot;   ///< per node: its parameter slot (Parameter leaves), else -1
+  std::vector<const Node*> parameters;  ///< one Parameter node per distinct buffer, in slot order
+  std::vector<int> scalars;          ///< node indices of the Scalar leaves, in post-order
+  std::vector<int> root_shape_class; ///< per root: index of the first root with the same shape
+  /// Hash of everything compiled code depends on: ops, dtypes, ranks, unit dims, the DAG's
+  /// sharing, which leaves are the same buffer, and which roots share a shape. Not sizes, not
+  /// scalar values.
+  Hash128 key;
+
+  int index_of_root(int result) const { return roots[result]; }
+};
+
+/// Collects the nodes reachable from `roots` in post-order and computes the key.
+Graph build_graph(std::span<const Node* const> roots);
+
+}  // namespace lazyjit::ir

@@ -1,0 +1,73 @@
+// Node: one op of the lazy IR with its operands, result shape and dtype. Immutable.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "absl/container/inlined_vector.h"
+#include "ir/op.h"
+#include "ir/shape.h"
+#include "lazyjit/backend.h"
+#include "lazyjit/dtype.h"
+
+namespace lazyjit::ir {
+
+class Node;
+using NodePtr = std::shared_ptr<const Node>;
+
+/// The value of a Scalar leaf: an int64 for bool and integer dtypes, a double for floats.
+struct ScalarValue {
+  union {
+    int64_t i;
+    double f;
+  };
+  static ScalarValue of_int(int64_t v) { ScalarValue s; s.i = v; return s; }
+  static ScalarValue of_double(double v) { ScalarValue s; s.f = v; return s; }
+  /// The value as `dtype` reads it (the storage is chosen by is_floating(dtype)).
+  double as_double(DType dtype) const { return is_floating(dtype) ? f : static_cast<double>(i); }
+};
+
+/// An IR node. Nodes are immutable and shared (a DAG); their single result has `shape()` and
+/// `dtype()`. Leaves: Parameter (a buffer), Scalar (a runtime value splatted to the node's
+/// shape), Arange. Create nodes through builder.h, which checks and promotes.
+class Node {
+ public:
+  using Operands = absl::InlinedVector<NodePtr, 3>;
+
+  Node(OpKind op, DType dtype, Shape shape, Operands operands)
+      : op_(op), dtype_(dtype), shape_(std::move(shape)), operands_(std::move(operands)) {}
+
+  OpKind op() const { return op_; }
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  int rank() const { return static_cast<int>(shape_.size()); }
+  std::span<const NodePtr> operands() const { return operands_; }
+  const Node& operand(int i) const { return *operands_[i]; }
+
+  /// Parameter leaves: the buffer they read.
+  const BackendDataPtr& data() const { return data_; }
+  /// Scalar leaves: the runtime value.
+  ScalarValue scalar() const { return scalar_; }
+
+  /// What the cache key sees of this node alone: op, dtype, rank (sizes are not part of it).
+  uint64_t signature() const {
+    return static_cast<uint64_t>(op_) | static_cast<uint64_t>(dtype_) << 8 |
+           static_cast<uint64_t>(shape_.size()) << 16;
+  }
+  /// Which dims have size 1: the broadcast pattern, also part of the cache key.
+  uint64_t unit_dims() const { return unit_dim_mask(shape_); }
+
+ private:
+  friend NodePtr make_parameter(BackendDataPtr data);
+  friend NodePtr make_scalar(ScalarValue value, DType dtype, Shape shape);
+
+  OpKind op_;
+  DType dtype_;
+  Shape shape_;
+  Operands operands_;
+  BackendDataPtr data_;
+  ScalarValue scalar_ = ScalarValue::of_int(0);
+};
+
+}  // namespace lazyjit::ir

@@ -1,0 +1,58 @@
+// OpKind and the per-op facts of the op table (ops.def).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "lazyjit/dtype.h"
+
+namespace lazyjit::ir {
+
+enum class OpKind : uint8_t {
+#define LAZYJIT_OP(Name, text, arity, rule, admits, kind) Name,
+#include "ir/ops.def"
+};
+
+/// How an op's result dtype follows from its operands (operands are already promoted).
+enum class DTypeRule : uint8_t {
+  Leaf,     // set by the leaf itself
+  Same,     // the operands' dtype
+  Compare,  // Bool
+  Cast,     // the target dtype of the cast
+  Select,   // the dtype of operands 1 and 2 (operand 0 is the Bool condition)
+};
+
+/// Which operand dtypes an op accepts once promoted.
+enum class Admits : uint8_t {
+  All,       // bool, integers and floats
+  Numeric,   // integers and floats
+  Floating,  // floats; the builder promotes integer and bool operands to float32
+  Bool,      // bool; the builder converts other operands with != 0
+};
+
+enum class LoweringKind : uint8_t { Leaf, Elementwise };
+
+struct OpInfo {
+  std::string_view name;
+  int arity;
+  DTypeRule dtype_rule;
+  Admits admits;
+  LoweringKind kind;
+};
+
+inline constexpr int kNumOps = 0
+#define LAZYJIT_OP(Name, text, arity, rule, admits, kind) +1
+#include "ir/ops.def"
+    ;
+
+/// The table row of `op`.
+const OpInfo& op_info(OpKind op);
+inline std::string_view op_name(OpKind op) { return op_info(op).name; }
+/// The op whose text name is `name`, if any.
+std::optional<OpKind> op_from_name(std::string_view name);
+
+/// Whether `admits` accepts operands of `dtype`.
+bool admits_dtype(Admits admits, DType dtype);
+
+}  // namespace lazyjit::ir

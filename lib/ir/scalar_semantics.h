@@ -1,0 +1,128 @@
+// The meaning of each elementwise op on one element, in plain C++. Used by the reference
+// interpreter; the LLVM lowering must agree with it (the differential tests check that).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "ir/op.h"
+
+namespace lazyjit::ir::semantics {
+
+/// Two's-complement wrapping arithmetic on signed integers, without C++'s overflow UB.
+template <class T>
+T wrap(std::make_unsigned_t<T> v) { return static_cast<T>(v); }
+template <class T> T wrap_add(T a, T b) { using U = std::make_unsigned_t<T>; return wrap<T>(U(a) + U(b)); }
+template <class T> T wrap_sub(T a, T b) { using U = std::make_unsigned_t<T>; return wrap<T>(U(a) - U(b)); }
+template <class T> T wrap_mul(T a, T b) { using U = std::make_unsigned_t<T>; return wrap<T>(U(a) * U(b)); }
+
+/// Integer power by squaring; a negative exponent gives 0 unless |base| == 1.
+template <class T>
+T int_pow(T base, T exponent) {
+  if (exponent < 0) {
+    if (base == 1) return 1;
+    if (base == -1) return (exponent & 1) ? T(-1) : T(1);
+    return 0;
+  }
+  T result = 1;
+  while (exponent > 0) {
+    if (exponent & 1) result = wrap_mul(result, base);
+    base = wrap_mul(base, base);
+    exponent >>= 1;
+  }
+  return result;
+}
+
+template <class T>
+T nan_max(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
+  }
+  return a < b ? b : a;
+}
+template <class T>
+T nan_min(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
+  }
+  return b < a ? b : a;
+}
+
+/// Ops whose result has the operands' dtype T (DTypeRule::Same). `x` holds arity values.
+template <class T>
+T apply_same(OpKind op, const T* x) {
+  if constexpr (std::is_same_v<T, bool>) {
+    switch (op) {
+      case OpKind::Add: case OpKind::Maximum: case OpKind::LogicalOr: return x[0] || x[1];
+      case OpKind::Mul: case OpKind::Minimum: case OpKind::LogicalAnd: return x[0] && x[1];
+      case OpKind::LogicalNot: return !x[0];
+      default: return false;
+    }
+  } else if constexpr (std::is_integral_v<T>) {
+    switch (op) {
+      case OpKind::Add: return wrap_add(x[0], x[1]);
+      case OpKind::Sub: return wrap_sub(x[0], x[1]);
+      case OpKind::Mul: return wrap_mul(x[0], x[1]);
+      case OpKind::Pow: return int_pow(x[0], x[1]);
+      case OpKind::Maximum: return nan_max(x[0], x[1]);
+      case OpKind::Minimum: return nan_min(x[0], x[1]);
+      case OpKind::Neg: return wrap_sub(T(0), x[0]);
+      case OpKind::Abs: return x[0] < 0 ? wrap_sub(T(0), x[0]) : x[0];
+      case OpKind::Relu: return x[0] < 0 ? T(0) : x[0];
+      case OpKind::Clamp: { T t = x[0] < x[1] ? x[1] : x[0]; return t > x[2] ? x[2] : t; }
+      default: return 0;
+    }
+  } else {
+    switch (op) {
+      case OpKind::Add: return x[0] + x[1];
+      case OpKind::Sub: return x[0] - x[1];
+      case OpKind::Mul: return x[0] * x[1];
+      case OpKind::Div: return x[0] / x[1];
+      case OpKind::Pow: return std::pow(x[0], x[1]);
+      case OpKind::Maximum: return nan_max(x[0], x[1]);
+      case OpKind::Minimum: return nan_min(x[0], x[1]);
+      case OpKind::Neg: return -x[0];
+      case OpKind::Abs: return std::fabs(x[0]);
+      case OpKind::Relu: return x[0] < 0 ? T(0) : x[0];
+      case OpKind::Clamp: { T t = x[0] < x[1] ? x[1] : x[0]; return t > x[2] ? x[2] : t; }
+      case OpKind::Exp: return std::exp(x[0]);
+      case OpKind::Log: return std::log(x[0]);
+      case OpKind::Sqrt: return std::sqrt(x[0]);
+      case OpKind::Rsqrt: return T(1) / std::sqrt(x[0]);
+      case OpKind::Sin: return std::sin(x[0]);
+      case OpKind::Cos: return std::cos(x[0]);
+      case OpKind::Tanh: return std::tanh(x[0]);
+      case OpKind::Sigmoid: return T(1) / (T(1) + std::exp(-x[0]));
+      case OpKind::Gelu: return x[0] * T(0.5) * (T(1) + std::erf(x[0] * T(M_SQRT1_2)));
+      default: return 0;
+    }
+  }
+}
+
+/// Comparisons (DTypeRule::Compare).
+template <class T>
+bool apply_compare(OpKind op, T a, T b) {
+  switch (op) {
+    case OpKind::Eq: return a == b;
+    case OpKind::Ne: return a != b;
+    case OpKind::Lt: return a < b;
+    case OpKind::Le: return a <= b;
+    case OpKind::Gt: return a > b;
+    case OpKind::Ge: return a >= b;
+    default: return false;
+  }
+}
+
+/// Conversion between compute types (to bool: != 0, so NaN is true).
+template <class To, class From>
+To convert(From v) {
+  if constexpr (std::is_same_v<To, bool>) {
+    return v != From(0);
+  } else {
+    return static_cast<To>(v);
+  }
+}
+
+}  // namespace lazyjit::ir::semantics
