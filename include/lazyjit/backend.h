@@ -11,10 +11,6 @@
 
 namespace lazyjit {
 
-namespace ir {
-class Node;
-}
-
 /// A buffer of device memory holding one tensor's elements, row-major and contiguous.
 /// Immutable once a tensor owns it, except through donation at the step barrier.
 class BackendData {
@@ -55,14 +51,13 @@ class Computation {
   virtual std::string to_string() const = 0;
 };
 
-/// Turns a set of IR roots into a Computation, as torch::lazy::LoweringContext does:
-/// parameters are the graph's device-data leaves in post-order, results the roots in order.
+/// Turns a graph into a Computation, as torch::lazy::LoweringContext does: parameters are
+/// the graph's device-data leaves in post-order, results its roots in order. A backend's
+/// context is created over one graph (lib/lowering for the LLVM backend).
 class LoweringContext {
  public:
   virtual ~LoweringContext() = default;
-  /// Registers a root whose value the computation must produce; returns its result index.
-  virtual int add_result(const ir::Node* root) = 0;
-  /// Lowers everything registered so far. Throws Error on a graph the backend cannot lower.
+  /// Lowers the graph. Throws Error on a graph the backend cannot lower.
   virtual std::unique_ptr<Computation> build() = 0;
 };
 

@@ -21,19 +21,18 @@ NodePtr make_scalar(ScalarValue value, DType dtype, Shape shape) {
   return node;
 }
 
-NodePtr make_scalar(Scalar value, DType dtype) {
-  ScalarValue v;
-  if (is_floating(dtype)) {
-    v = ScalarValue::of_double(value.to_double());
-  } else if (dtype == DType::Bool) {
-    v = ScalarValue::of_int(value.to_double() != 0.0);
-  } else if (dtype == DType::Int32) {
-    v = ScalarValue::of_int(static_cast<int32_t>(value.to_int64()));
-  } else {
-    v = ScalarValue::of_int(value.to_int64());
+ScalarValue scalar_value(Scalar value, DType dtype) {
+  switch (dtype) {
+    case DType::Bool: return ScalarValue::of_int(value.to_double() != 0.0);
+    case DType::Int32: return ScalarValue::of_int(static_cast<int32_t>(value.to_int64()));
+    case DType::Int64: return ScalarValue::of_int(value.to_int64());
+    case DType::Float32: return ScalarValue::of_double(static_cast<float>(value.to_double()));
+    case DType::Float64: return ScalarValue::of_double(value.to_double());
   }
-  return make_scalar(v, dtype, Shape{});
+  return ScalarValue::of_int(0);
 }
+
+NodePtr make_scalar(Scalar value, DType dtype) { return make_scalar(scalar_value(value, dtype), dtype, Shape{}); }
 
 absl::StatusOr<NodePtr> make_arange(int64_t n, DType dtype) {
   if (n < 0) return absl::InvalidArgumentError(fmt::format("arange: n must be >= 0, got {}", n));

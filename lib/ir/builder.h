@@ -13,6 +13,8 @@ namespace lazyjit::ir {
 NodePtr make_parameter(BackendDataPtr data);
 /// A leaf with a runtime value, splatted to `shape`.
 NodePtr make_scalar(ScalarValue value, DType dtype, Shape shape);
+/// `value` converted to `dtype` (C++ conversion; to bool: != 0), as a Scalar leaf stores it.
+ScalarValue scalar_value(Scalar value, DType dtype);
 /// A rank-0 Scalar leaf holding `value` converted to `dtype`.
 NodePtr make_scalar(Scalar value, DType dtype);
 /// 0, 1, ..., n-1 as a rank-1 leaf of `dtype`.

@@ -1,0 +1,164 @@
+// LLJIT setup, the optimisation pipeline and loading compiled kernels.
+#include "codegen/jit_compiler.h"
+
+#include "codegen/vector_library.h"
+#include "fmt/format.h"
+#include "llvm/Analysis/TargetLibraryInfo.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/ExecutionEngine/Orc/ThreadSafeModule.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Transforms/Utils/Cloning.h"
+
+namespace lazyjit::codegen {
+namespace {
+
+inline constexpr uint64_t kKernelAbiVersion = 1;
+inline constexpr const char* kOptLevelName = "O2";
+
+absl::Status to_status(llvm::Error error, std::string_view context) {
+  return absl::InternalError(fmt::format("{}: {}", context, llvm::toString(std::move(error))));
+}
+
+}  // namespace
+
+CompiledGraph::CompiledGraph(std::vector<lowering::KernelSpec> kernels, std::vector<lowering::KernelFn> functions,
+                             llvm::IntrusiveRefCntPtr<llvm::orc::ResourceTracker> tracker)
+    : kernels_(std::move(kernels)), functions_(std::move(functions)), tracker_(std::move(tracker)) {}
+
+CompiledGraph::~CompiledGraph() {
+  if (tracker_) llvm::consumeError(tracker_->remove());
+}
+
+JitCompiler::~JitCompiler() = default;
+
+absl::StatusOr<std::unique_ptr<JitCompiler>> JitCompiler::create() {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  std::unique_ptr<JitCompiler> compiler(new JitCompiler);
+
+  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!builder) return to_status(builder.takeError(), "detecting the host CPU");
+  builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Default);
+  auto tm = builder->createTargetMachine();
+  if (!tm) return to_status(tm.takeError(), "creating the target machine");
+  compiler->target_machine_ = std::move(*tm);
+  compiler->avx512_ = compiler->target_machine_->getTargetFeatureString().contains("+avx512f");
+
+  auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(*builder).create();
+  if (!jit) return to_status(jit.takeError(), "creating the JIT");
+  compiler->jit_ = std::move(*jit);
+  JitCompiler* self = compiler.get();
+  compiler->jit_->getExecutionSession().setErrorReporter([self](llvm::Error error) {
+    std::lock_guard lock(self->errors_mutex_);
+    self->session_errors_ += llvm::toString(std::move(error)) + "\n";
+  });
+  const char prefix = compiler->jit_->getDataLayout().getGlobalPrefix();
+  auto& dylib = compiler->jit_->getMainJITDylib();
+  auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(prefix);
+  if (!process) return to_status(process.takeError(), "searching the process for symbols");
+  dylib.addGenerator(std::move(*process));
+  auto mvec = llvm::orc::DynamicLibrarySearchGenerator::Load(kVectorLibraryPath, prefix);
+  if (!mvec) return to_status(mvec.takeError(), fmt::format("loading {}", kVectorLibraryPath));
+  dylib.addGenerator(std::move(*mvec));
+
+  const llvm::TargetMachine& target = *compiler->target_machine_;
+  compiler->description_ = fmt::format("{} {} {} (LLVM {})", target.getTargetTriple().str(),
+                                       target.getTargetCPU().str(), kOptLevelName, LLVM_VERSION_STRING);
+  const std::string identity = fmt::format("{};{};{};{};abi{}", LLVM_VERSION_STRING, target.getTargetCPU().str(),
+                                           target.getTargetFeatureString().str(), kOptLevelName, kKernelAbiVersion);
+  const llvm::XXH128_hash_t h = llvm::xxh3_128bits(
+      llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t*>(identity.data()), identity.size()));
+  compiler->fingerprint_ = {h.low64, h.high64};
+  return compiler;
+}
+
+void JitCompiler::prepare(llvm::Module& module) {
+  module.setTargetTriple(target_machine_->getTargetTriple().str());
+  module.setDataLayout(target_machine_->createDataLayout());
+  for (llvm::Function& fn : module) {
+    if (fn.isDeclaration()) continue;
+    fn.addFnAttr("target-cpu", target_machine_->getTargetCPU());
+    fn.addFnAttr("target-features", target_machine_->getTargetFeatureString());
+    // Zen 4/5 and recent Intel cores run 512-bit vectors at full width for this kind of
+    // loop; LLVM's tuning for some of them prefers 256.
+    if (avx512_) fn.addFnAttr("prefer-vector-width", "512");
+  }
+}
+
+void JitCompiler::optimize(llvm::Module& module) {
+  std::lock_guard lock(mutex_);
+  prepare(module);
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = true;
+  tuning.SLPVectorization = true;
+  llvm::PassBuilder passes(target_machine_.get(), tuning);
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  auto library = make_vector_library_info(target_machine_->getTargetTriple(), avx512_);
+  fam.registerPass([&] { return llvm::TargetLibraryAnalysis(*library); });
+  passes.registerModuleAnalyses(mam);
+  passes.registerCGSCCAnalyses(cgam);
+  passes.registerFunctionAnalyses(fam);
+  passes.registerLoopAnalyses(lam);
+  passes.crossRegisterProxies(lam, fam, cgam, mam);
+  passes.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(module, mam);
+}
+
+absl::StatusOr<std::string> JitCompiler::assembly(llvm::Module& module) {
+  std::unique_ptr<llvm::Module> copy = llvm::CloneModule(module);
+  std::lock_guard lock(mutex_);
+  prepare(*copy);
+  llvm::SmallString<0> text;
+  llvm::raw_svector_ostream os(text);
+  llvm::legacy::PassManager pm;
+  if (target_machine_->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile)) {
+    return absl::InternalError("the target cannot emit assembly");
+  }
+  pm.run(*copy);
+  return std::string(text.str());
+}
+
+std::string JitCompiler::take_session_errors() {
+  std::lock_guard lock(errors_mutex_);
+  return std::exchange(session_errors_, std::string());
+}
+
+absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::compile(lowering::LoweredGraph lowered) {
+  std::string verifier_errors;
+  llvm::raw_string_ostream verifier_os(verifier_errors);
+  if (llvm::verifyModule(*lowered.module, &verifier_os)) {
+    return absl::InternalError(fmt::format("generated LLVM IR is invalid: {}", verifier_errors));
+  }
+  optimize(*lowered.module);
+
+  std::lock_guard lock(mutex_);
+  auto tracker = jit_->getMainJITDylib().createResourceTracker();
+  llvm::orc::ThreadSafeModule module(std::move(lowered.module), std::move(lowered.context));
+  if (llvm::Error error = jit_->addIRModule(tracker, std::move(module))) {
+    return to_status(std::move(error), "adding the module to the JIT");
+  }
+  std::vector<lowering::KernelFn> functions;
+  for (const lowering::KernelSpec& kernel : lowered.kernels) {
+    auto address = jit_->lookup(kernel.symbol);
+    if (!address) {
+      absl::Status status = to_status(address.takeError(), fmt::format("compiling {}", kernel.symbol));
+      const std::string details = take_session_errors();
+      llvm::consumeError(tracker->remove());
+      return absl::InternalError(fmt::format("{}{}{}", std::string(status.message()), details.empty() ? "" : "\n", details));
+    }
+    functions.push_back(address->toPtr<lowering::KernelFn>());
+  }
+  return std::make_shared<const CompiledGraph>(std::move(lowered.kernels), std::move(functions), std::move(tracker));
+}
+
+}  // namespace lazyjit::codegen

@@ -1,0 +1,80 @@
+// JitCompiler: one LLJIT for the host CPU, the O2 pipeline with libmvec, and loaded kernels.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "llvm/ADT/IntrusiveRefCntPtr.h"
+#include "ir/hash.h"
+#include "llvm/IR/Module.h"
+#include "lowering/lower.h"
+
+namespace llvm {
+class TargetMachine;
+namespace orc {
+class LLJIT;
+class ResourceTracker;
+}  // namespace orc
+}  // namespace llvm
+
+namespace lazyjit::codegen {
+
+/// A lowered graph whose kernels are in the JIT. Destroying it frees their code.
+class CompiledGraph {
+ public:
+  CompiledGraph(std::vector<lowering::KernelSpec> kernels, std::vector<lowering::KernelFn> functions,
+                llvm::IntrusiveRefCntPtr<llvm::orc::ResourceTracker> tracker);
+  ~CompiledGraph();
+  CompiledGraph(const CompiledGraph&) = delete;
+  CompiledGraph& operator=(const CompiledGraph&) = delete;
+
+  const std::vector<lowering::KernelSpec>& kernels() const { return kernels_; }
+  lowering::KernelFn function(size_t kernel) const { return functions_[kernel]; }
+
+ private:
+  std::vector<lowering::KernelSpec> kernels_;
+  std::vector<lowering::KernelFn> functions_;
+  llvm::IntrusiveRefCntPtr<llvm::orc::ResourceTracker> tracker_;
+};
+
+/// Compiles lowered graphs for the host CPU (name and features detected at start). Thread-safe:
+/// compiles are serialised (LLVM's TargetMachine is not safe to share), lookups are not needed
+/// after load since CompiledGraph holds the function pointers.
+class JitCompiler {
+ public:
+  static absl::StatusOr<std::unique_ptr<JitCompiler>> create();
+  ~JitCompiler();
+
+  /// Everything besides the graph that compiled code depends on: LLVM version, target CPU
+  /// and features, optimisation level, kernel ABI version. Folded into every cache key.
+  const ir::Hash128& fingerprint() const { return fingerprint_; }
+  /// "znver4 +avx512f,... O2" for reports.
+  const std::string& target_description() const { return description_; }
+
+  /// Sets the module's target and runs the O2 pipeline (loop and SLP vectorisers, libmvec).
+  void optimize(llvm::Module& module);
+  /// The module's assembly for the host CPU (the module is left as it was).
+  absl::StatusOr<std::string> assembly(llvm::Module& module);
+  /// Optimises `lowered`, compiles it into the JIT and resolves its kernels. Errors carry
+  /// LLVM's own text (missing symbols, verifier failures).
+  absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile(lowering::LoweredGraph lowered);
+
+ private:
+  JitCompiler() = default;
+  void prepare(llvm::Module& module);
+  std::string take_session_errors();
+
+  std::unique_ptr<llvm::orc::LLJIT> jit_;
+  std::unique_ptr<llvm::TargetMachine> target_machine_;
+  bool avx512_ = false;
+  ir::Hash128 fingerprint_;
+  std::string description_;
+  std::mutex mutex_;              // serialises optimize/compile
+  std::mutex errors_mutex_;
+  std::string session_errors_;    // errors ORC reported while materialising
+};
+
+}  // namespace lazyjit::codegen

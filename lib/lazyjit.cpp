@@ -1,0 +1,1 @@
+// liblazyjit.so: the public API, whose code lives in the layer libraries linked in whole.

@@ -1,0 +1,280 @@
+// Loop-nest emission: dim collapsing, the row/inner loop pair and the fused element body.
+#include "lowering/loop_nest.h"
+
+#include "absl/container/flat_hash_map.h"
+#include "llvm/IR/IRBuilder.h"
+#include "lowering/elementwise.h"
+
+namespace lazyjit::lowering {
+namespace {
+
+using llvm::IRBuilder;
+using llvm::Value;
+
+/// Per indexed leaf (Parameter or Arange) and per iteration dim: whether the leaf is
+/// broadcast there (its dim is 1 or missing). Dims where the iteration shape is 1 are dropped.
+struct IndexPlan {
+  std::vector<int> leaves;                  // node indices of the indexed leaves
+  std::vector<std::vector<int>> groups;     // collapsed dims, outermost first
+  std::vector<std::vector<bool>> broadcast; // [leaf][group]
+};
+
+bool leaf_broadcast(const ir::Node& leaf, int rank, int dim) {
+  const int offset = rank - leaf.rank();
+  return dim < offset || leaf.shape()[dim - offset] == 1;
+}
+
+IndexPlan plan_indexing(const ir::Graph& graph, const std::vector<bool>& needed, const ir::Node& root) {
+  IndexPlan plan;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const ir::OpKind op = graph.nodes[i]->op();
+    if (needed[i] && (op == ir::OpKind::Parameter || op == ir::OpKind::Arange)) plan.leaves.push_back(i);
+  }
+  const int rank = root.rank();
+  std::vector<bool> previous;
+  for (int d = 0; d < rank; ++d) {
+    if (root.shape()[d] == 1) continue;
+    std::vector<bool> pattern;
+    for (int leaf : plan.leaves) pattern.push_back(leaf_broadcast(*graph.nodes[leaf], rank, d));
+    if (!plan.groups.empty() && pattern == previous) {
+      plan.groups.back().push_back(d);
+    } else {
+      plan.groups.push_back({d});
+    }
+    previous = std::move(pattern);
+  }
+  plan.broadcast.assign(plan.leaves.size(), std::vector<bool>(plan.groups.size()));
+  for (size_t l = 0; l < plan.leaves.size(); ++l) {
+    for (size_t g = 0; g < plan.groups.size(); ++g) {
+      plan.broadcast[l][g] = leaf_broadcast(*graph.nodes[plan.leaves[l]], rank, plan.groups[g][0]);
+    }
+  }
+  return plan;
+}
+
+/// Marks the nodes the kernel's results depend on.
+std::vector<bool> needed_nodes(const ir::Graph& graph, const KernelSpec& spec) {
+  std::vector<bool> needed(graph.nodes.size(), false);
+  for (int r : spec.results) needed[graph.roots[r]] = true;
+  absl::flat_hash_map<const ir::Node*, int> index;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) index[graph.nodes[i]] = i;
+  for (size_t i = graph.nodes.size(); i-- > 0;) {
+    if (!needed[i]) continue;
+    for (const ir::NodePtr& operand : graph.nodes[i]->operands()) needed[index.at(operand.get())] = true;
+  }
+  return needed;
+}
+
+class KernelEmitter {
+ public:
+  KernelEmitter(llvm::Module& module, const ir::Graph& graph, const KernelSpec& spec)
+      : module_(module), ctx_(module.getContext()), graph_(graph), spec_(spec), b_(ctx_),
+        needed_(needed_nodes(graph, spec)),
+        plan_(plan_indexing(graph, needed_, *graph.nodes[graph.roots[spec.iteration_result]])) {
+    for (size_t i = 0; i < graph.nodes.size(); ++i) index_[graph.nodes[i]] = i;
+  }
+
+  void emit() {
+    llvm::Function* body = emit_body();
+    emit_entry(body);
+  }
+
+ private:
+  int num_buffers() const {
+    return static_cast<int>(graph_.parameters.size() + graph_.roots.size()) + 1;
+  }
+
+  /// The ABI function: loads the buffer pointers and calls the body, whose pointer arguments
+  /// are noalias (distinct buffers), so the vectoriser needs no runtime alias checks.
+  void emit_entry(llvm::Function* body) {
+    auto* ptr = b_.getPtrTy();
+    auto* i64 = b_.getInt64Ty();
+    auto* type = llvm::FunctionType::get(b_.getVoidTy(), {ptr, ptr, i64, i64}, false);
+    auto* fn = llvm::Function::Create(type, llvm::Function::ExternalLinkage, spec_.symbol, module_);
+    fn->addFnAttr(llvm::Attribute::NoUnwind);
+    const char* names[] = {"buffers", "shapes", "begin", "end"};
+    for (int i = 0; i < 4; ++i) fn->getArg(i)->setName(names[i]);
+    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", fn));
+    std::vector<Value*> args;
+    for (int i = 0; i < num_buffers(); ++i) {
+      args.push_back(b_.CreateLoad(ptr, b_.CreateConstInBoundsGEP1_64(ptr, fn->getArg(0), i)));
+    }
+    for (int i = 1; i < 4; ++i) args.push_back(fn->getArg(i));
+    b_.CreateCall(body, args);
+    b_.CreateRetVoid();
+  }
+
+  llvm::Function* emit_body() {
+    auto* ptr = b_.getPtrTy();
+    auto* i64 = b_.getInt64Ty();
+    std::vector<llvm::Type*> params(num_buffers() + 1, ptr);
+    params.push_back(i64);
+    params.push_back(i64);
+    auto* fn = llvm::Function::Create(llvm::FunctionType::get(b_.getVoidTy(), params, false),
+                                      llvm::Function::InternalLinkage, spec_.symbol + ".body", module_);
+    fn->addFnAttr(llvm::Attribute::NoUnwind);
+    for (int i = 0; i < num_buffers(); ++i) fn->addParamAttr(i, llvm::Attribute::NoAlias);
+    fn_ = fn;
+    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", fn));
+    emit_prologue();
+    emit_loops();
+    return fn;
+  }
+
+  Value* arg(int i) { return fn_->getArg(i); }
+  Value* shapes() { return arg(num_buffers()); }
+  Value* begin() { return arg(num_buffers() + 1); }
+  Value* end() { return arg(num_buffers() + 2); }
+  Value* i64(int64_t v) { return b_.getInt64(v); }
+
+  /// Collapsed sizes, per-leaf strides of the outer groups, and the scalars' values.
+  void emit_prologue() {
+    for (const auto& group : plan_.groups) {
+      Value* size = nullptr;
+      for (int d : group) {
+        Value* dim = b_.CreateLoad(b_.getInt64Ty(), b_.CreateConstInBoundsGEP1_64(b_.getInt64Ty(), shapes(), d));
+        size = size ? b_.CreateMul(size, dim) : dim;
+      }
+      sizes_.push_back(size);
+    }
+    inner_ = sizes_.empty() ? i64(1) : sizes_.back();
+    const size_t groups = plan_.groups.size();
+    strides_.assign(plan_.leaves.size(), std::vector<Value*>(groups, i64(0)));
+    for (size_t l = 0; l < plan_.leaves.size(); ++l) {
+      Value* stride = i64(1);
+      for (size_t g = groups; g-- > 0;) {
+        if (plan_.broadcast[l][g]) continue;
+        strides_[l][g] = stride;
+        stride = b_.CreateMul(stride, sizes_[g]);
+      }
+    }
+    Value* table = arg(scalar_table_index(graph_.parameters.size(), graph_.roots.size()));
+    for (size_t k = 0; k < graph_.scalars.size(); ++k) {
+      const int n = graph_.scalars[k];
+      if (!needed_[n]) continue;
+      const DType dtype = graph_.nodes[n]->dtype();
+      const DType slot = is_floating(dtype) ? DType::Float64 : DType::Int64;
+      Value* raw = b_.CreateLoad(value_type(ctx_, slot), b_.CreateConstInBoundsGEP1_64(b_.getInt64Ty(), table, k),
+                                 "scalar" + std::to_string(k));
+      values_[n] = emit_convert(b_, raw, slot, dtype);
+    }
+  }
+
+  void emit_loops() {
+    llvm::Function* fn = fn_;
+    llvm::BasicBlock* entry = b_.GetInsertBlock();
+    auto* row_header = llvm::BasicBlock::Create(ctx_, "row", fn);
+    auto* row_body = llvm::BasicBlock::Create(ctx_, "row.body", fn);
+    auto* inner_header = llvm::BasicBlock::Create(ctx_, "inner", fn);
+    auto* inner_body = llvm::BasicBlock::Create(ctx_, "inner.body", fn);
+    auto* row_latch = llvm::BasicBlock::Create(ctx_, "row.latch", fn);
+    auto* exit = llvm::BasicBlock::Create(ctx_, "exit", fn);
+
+    Value* first_row = b_.CreateUDiv(begin(), inner_, "first_row");
+    b_.CreateBr(row_header);
+
+    b_.SetInsertPoint(row_header);
+    llvm::PHINode* row = b_.CreatePHI(b_.getInt64Ty(), 2, "row");
+    row->addIncoming(first_row, entry);
+    Value* base = b_.CreateMul(row, inner_, "base");
+    b_.CreateCondBr(b_.CreateICmpSLT(base, end()), row_body, exit);
+
+    b_.SetInsertPoint(row_body);
+    Value* j0 = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, b_.CreateSub(begin(), base), i64(0), nullptr, "j0");
+    Value* j1 = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateSub(end(), base), inner_, nullptr, "j1");
+    emit_row_offsets(row);
+    b_.CreateBr(inner_header);
+
+    b_.SetInsertPoint(inner_header);
+    llvm::PHINode* j = b_.CreatePHI(b_.getInt64Ty(), 2, "j");
+    j->addIncoming(j0, row_body);
+    b_.CreateCondBr(b_.CreateICmpSLT(j, j1), inner_body, row_latch);
+
+    b_.SetInsertPoint(inner_body);
+    emit_element(j, base);
+    j->addIncoming(b_.CreateAdd(j, i64(1), "j.next"), b_.GetInsertBlock());
+    b_.CreateBr(inner_header);
+
+    b_.SetInsertPoint(row_latch);
+    row->addIncoming(b_.CreateAdd(row, i64(1), "row.next"), row_latch);
+    b_.CreateBr(row_header);
+
+    b_.SetInsertPoint(exit);
+    b_.CreateRetVoid();
+  }
+
+  /// Each leaf's offset at the start of `row`: the row's multi-index over the outer groups
+  /// dotted with the leaf's strides.
+  void emit_row_offsets(Value* row) {
+    const size_t groups = plan_.groups.size();
+    std::vector<Value*> index(groups, nullptr);
+    Value* rest = row;
+    for (size_t g = groups >= 1 ? groups - 1 : 0; g-- > 0;) {
+      index[g] = b_.CreateURem(rest, sizes_[g]);
+      rest = b_.CreateUDiv(rest, sizes_[g]);
+    }
+    row_offsets_.assign(plan_.leaves.size(), i64(0));
+    for (size_t l = 0; l < plan_.leaves.size(); ++l) {
+      for (size_t g = 0; g + 1 < groups; ++g) {
+        if (plan_.broadcast[l][g]) continue;
+        row_offsets_[l] = b_.CreateAdd(row_offsets_[l], b_.CreateMul(index[g], strides_[l][g]));
+      }
+    }
+  }
+
+  void emit_element(Value* j, Value* base) {
+    for (size_t l = 0; l < plan_.leaves.size(); ++l) {
+      const int n = plan_.leaves[l];
+      const bool varies = !plan_.groups.empty() && !plan_.broadcast[l].back();
+      Value* offset = varies ? b_.CreateAdd(row_offsets_[l], j) : row_offsets_[l];
+      values_[n] = load_leaf(*graph_.nodes[n], n, offset);
+    }
+    for (size_t i = 0; i < graph_.nodes.size(); ++i) {
+      const ir::Node& node = *graph_.nodes[i];
+      if (!needed_[i] || ir::op_info(node.op()).kind == ir::LoweringKind::Leaf) continue;
+      std::vector<Value*> args;
+      for (const ir::NodePtr& operand : node.operands()) args.push_back(values_.at(index_.at(operand.get())));
+      values_[i] = emit_elementwise(b_, node, args);
+    }
+    Value* out_index = b_.CreateAdd(base, j, "out");
+    for (int r : spec_.results) {
+      const ir::Node& root = *graph_.nodes[graph_.roots[r]];
+      Value* value = values_.at(graph_.roots[r]);
+      if (root.dtype() == DType::Bool) value = b_.CreateZExt(value, b_.getInt8Ty());
+      llvm::Type* type = storage_type(ctx_, root.dtype());
+      Value* out = arg(static_cast<int>(graph_.parameters.size()) + r);
+      b_.CreateStore(value, b_.CreateInBoundsGEP(type, out, out_index));
+    }
+  }
+
+  Value* load_leaf(const ir::Node& leaf, int n, Value* offset) {
+    if (leaf.op() == ir::OpKind::Arange) return emit_convert(b_, offset, DType::Int64, leaf.dtype());
+    llvm::Type* type = storage_type(ctx_, leaf.dtype());
+    Value* buffer = arg(graph_.parameter_slot[n]);
+    Value* v = b_.CreateLoad(type, b_.CreateInBoundsGEP(type, buffer, offset));
+    return leaf.dtype() == DType::Bool ? b_.CreateICmpNE(v, b_.getInt8(0)) : v;
+  }
+
+  llvm::Module& module_;
+  llvm::LLVMContext& ctx_;
+  const ir::Graph& graph_;
+  const KernelSpec& spec_;
+  IRBuilder<> b_;
+  std::vector<bool> needed_;
+  IndexPlan plan_;
+  absl::flat_hash_map<const ir::Node*, int> index_;
+  llvm::Function* fn_ = nullptr;
+  std::vector<Value*> sizes_;
+  Value* inner_ = nullptr;
+  std::vector<std::vector<Value*>> strides_;
+  std::vector<Value*> row_offsets_;
+  absl::flat_hash_map<int, Value*> values_;
+};
+
+}  // namespace
+
+void emit_kernel(llvm::Module& module, const ir::Graph& graph, const KernelSpec& spec) {
+  KernelEmitter(module, graph, spec).emit();
+}
+
+}  // namespace lazyjit::lowering

@@ -1,0 +1,53 @@
+// Graph to LLVM module.
+#include "lowering/lower.h"
+
+#include "llvm/Support/raw_ostream.h"
+#include "lowering/fusion.h"
+#include "lowering/loop_nest.h"
+
+namespace lazyjit::lowering {
+
+LoweredGraph lower_graph(const ir::Graph& graph) {
+  LoweredGraph lowered;
+  lowered.context = std::make_unique<llvm::LLVMContext>();
+  const std::string name = "lj_" + graph.key.to_hex();
+  lowered.module = std::make_unique<llvm::Module>(name, *lowered.context);
+  lowered.kernels = plan_kernels(graph, name);
+  for (const KernelSpec& spec : lowered.kernels) emit_kernel(*lowered.module, graph, spec);
+  return lowered;
+}
+
+namespace {
+
+TensorSignature signature_of(const ir::Node& node) {
+  return {node.dtype(), std::vector<int64_t>(node.shape().begin(), node.shape().end())};
+}
+
+class LlvmComputation : public Computation {
+ public:
+  LlvmComputation(const ir::Graph& graph, LoweredGraph lowered) : lowered_(std::move(lowered)) {
+    for (const ir::Node* p : graph.parameters) parameters_.push_back(signature_of(*p));
+    for (int root : graph.roots) results_.push_back(signature_of(*graph.nodes[root]));
+  }
+  const std::vector<TensorSignature>& parameter_shapes() const override { return parameters_; }
+  const std::vector<TensorSignature>& result_shapes() const override { return results_; }
+  std::string to_string() const override {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    lowered_.module->print(os, nullptr);
+    return text;
+  }
+
+ private:
+  LoweredGraph lowered_;
+  std::vector<TensorSignature> parameters_;
+  std::vector<TensorSignature> results_;
+};
+
+}  // namespace
+
+std::unique_ptr<Computation> LlvmLoweringContext::build() {
+  return std::make_unique<LlvmComputation>(graph_, lower_graph(graph_));
+}
+
+}  // namespace lazyjit::lowering

@@ -1,0 +1,37 @@
+// Lowering a graph to an LLVM module of fused kernels, and the LoweringContext over it.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "ir/graph.h"
+#include "lazyjit/backend.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "lowering/kernel_abi.h"
+
+namespace lazyjit::lowering {
+
+/// An LLVM module with one function per kernel, and how to launch them.
+struct LoweredGraph {
+  std::unique_ptr<llvm::LLVMContext> context;
+  std::unique_ptr<llvm::Module> module;
+  std::vector<KernelSpec> kernels;
+};
+
+/// Lowers a verified graph: plans kernels (fusion.h) and emits each loop nest (loop_nest.h).
+/// Symbols are named after the graph key, so one JIT can hold many graphs.
+LoweredGraph lower_graph(const ir::Graph& graph);
+
+/// The LLVM backend's LoweringContext (DESIGN.md section 2): build() lowers the graph into a
+/// Computation whose text is the module's LLVM IR.
+class LlvmLoweringContext : public LoweringContext {
+ public:
+  explicit LlvmLoweringContext(const ir::Graph& graph) : graph_(graph) {}
+  std::unique_ptr<Computation> build() override;
+
+ private:
+  const ir::Graph& graph_;
+};
+
+}  // namespace lazyjit::lowering

@@ -1,0 +1,90 @@
+// The caching allocator and CPU buffers.
+#include "runtime/allocator.h"
+
+#include <sys/mman.h>
+
+#include <bit>
+#include <cstdlib>
+
+#include "fmt/format.h"
+#include "lazyjit/error.h"
+
+namespace lazyjit::runtime {
+namespace {
+
+constexpr size_t kAlignment = 64;
+constexpr size_t kHugePage = size_t{2} << 20;
+
+}  // namespace
+
+size_t CachingAllocator::size_class(size_t bytes) {
+  if (bytes <= kAlignment) return kAlignment;
+  if (bytes < kHugePage) return std::bit_ceil(bytes);
+  return (bytes + kHugePage - 1) / kHugePage * kHugePage;
+}
+
+CachingAllocator::Block CachingAllocator::allocate(size_t bytes) {
+  const size_t capacity = size_class(bytes);
+  {
+    std::lock_guard lock(mutex_);
+    auto it = free_.find(capacity);
+    if (it != free_.end() && !it->second.empty()) {
+      void* data = it->second.back();
+      it->second.pop_back();
+      cached_ -= capacity;
+      reused_.fetch_add(static_cast<int64_t>(capacity), std::memory_order_relaxed);
+      return {data, capacity};
+    }
+  }
+  const bool huge = capacity >= kHugePage;
+  void* data = std::aligned_alloc(huge ? kHugePage : kAlignment, capacity);
+  if (data == nullptr) {
+    trim();
+    data = std::aligned_alloc(huge ? kHugePage : kAlignment, capacity);
+  }
+  if (data == nullptr) throw Error(fmt::format("out of memory allocating a buffer of {} bytes", bytes));
+  if (huge) madvise(data, capacity, MADV_HUGEPAGE);
+  allocated_.fetch_add(static_cast<int64_t>(capacity), std::memory_order_relaxed);
+  return {data, capacity};
+}
+
+void CachingAllocator::release(Block block) {
+  {
+    std::lock_guard lock(mutex_);
+    if (cached_ + block.capacity <= max_cached_) {
+      free_[block.capacity].push_back(block.data);
+      cached_ += block.capacity;
+      return;
+    }
+  }
+  std::free(block.data);
+}
+
+void CachingAllocator::trim() {
+  std::lock_guard lock(mutex_);
+  for (auto& [capacity, blocks] : free_) {
+    for (void* data : blocks) std::free(data);
+  }
+  free_.clear();
+  cached_ = 0;
+}
+
+CachingAllocator::~CachingAllocator() { trim(); }
+
+CachingAllocator::Stats CachingAllocator::stats() const {
+  std::lock_guard lock(mutex_);
+  return {allocated_.load(), reused_.load(), static_cast<int64_t>(cached_)};
+}
+
+void CachingAllocator::reset_stats() {
+  allocated_ = 0;
+  reused_ = 0;
+}
+
+CpuBuffer::CpuBuffer(CachingAllocator& allocator, DType dtype, std::vector<int64_t> shape)
+    : BackendData(dtype, std::move(shape)), allocator_(allocator),
+      block_(allocator.allocate(static_cast<size_t>(size_bytes()))) {}
+
+CpuBuffer::~CpuBuffer() { allocator_.release(block_); }
+
+}  // namespace lazyjit::runtime

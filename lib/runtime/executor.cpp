@@ -1,0 +1,41 @@
+// Kernel launches on TBB.
+#include "runtime/executor.h"
+
+#include <algorithm>
+
+#include "tbb/blocked_range.h"
+#include "tbb/parallel_for.h"
+#include "tbb/partitioner.h"
+#include "tbb/task_arena.h"
+
+namespace lazyjit::runtime {
+
+struct Executor::Arena {
+  explicit Arena(int threads) : arena(threads) {}
+  tbb::task_arena arena;
+};
+
+Executor::Executor(int num_threads)
+    : num_threads_(std::max(1, num_threads)), arena_(std::make_unique<Arena>(num_threads_)) {}
+
+Executor::~Executor() = default;
+
+void Executor::run(lowering::KernelFn kernel, void* const* buffers, const int64_t* shapes, int64_t n) const {
+  if (n <= 0) return;
+  if (n <= kInlineLimit || num_threads_ == 1) {
+    kernel(buffers, shapes, 0, n);
+    return;
+  }
+  // One contiguous chunk per thread (static partitioning): streaming kernels want long
+  // unit-stride runs, and the work per element is uniform. Chunks are at least half the
+  // inline limit, so a medium tensor does not wake every thread.
+  const int64_t grain = std::max<int64_t>(kInlineLimit / 2, (n + num_threads_ - 1) / num_threads_);
+  arena_->arena.execute([&] {
+    tbb::parallel_for(
+        tbb::blocked_range<int64_t>(0, n, grain),
+        [&](const tbb::blocked_range<int64_t>& r) { kernel(buffers, shapes, r.begin(), r.end()); },
+        tbb::static_partitioner());
+  });
+}
+
+}  // namespace lazyjit::runtime

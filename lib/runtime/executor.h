@@ -1,0 +1,33 @@
+// Executor: runs compiled kernels on a oneTBB arena, splitting the outer loop among threads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "lowering/kernel_abi.h"
+
+namespace lazyjit::runtime {
+
+/// Owns the worker threads (a tbb::task_arena of LAZYJIT_NUM_THREADS, default all cores).
+/// Small iteration spaces run inline on the calling thread, with no task overhead. No
+/// OpenMP: its spinning workers would fight TBB and BLAS for the cores.
+class Executor {
+ public:
+  explicit Executor(int num_threads);
+  ~Executor();
+
+  int num_threads() const { return num_threads_; }
+
+  /// Runs `kernel` over iterations [0, n). Blocks until done.
+  void run(lowering::KernelFn kernel, void* const* buffers, const int64_t* shapes, int64_t n) const;
+
+  /// Iteration spaces up to this size run inline.
+  static constexpr int64_t kInlineLimit = 1 << 15;
+
+ private:
+  int num_threads_;
+  struct Arena;  // the tbb::task_arena, kept out of this header
+  std::unique_ptr<Arena> arena_;
+};
+
+}  // namespace lazyjit::runtime

@@ -1,0 +1,125 @@
+// The public ops: each one checks its operands and traces one IR node (ir/builder.h).
+#include "lazyjit/ops.h"
+
+#include "fmt/format.h"
+#include "ir/builder.h"
+#include "ir/types.h"
+#include "lazyjit/error.h"
+#include "runtime/tensor_impl.h"
+
+namespace lazyjit {
+namespace detail {
+Tensor make_pending(ir::NodePtr node);
+}
+
+namespace {
+
+using ir::OpKind;
+
+const ir::NodePtr& value_of(const Tensor& t, OpKind op) {
+  if (!t.defined()) throw Error(fmt::format("{}: an operand is an undefined tensor", ir::op_name(op)));
+  return t.impl()->ir_value();
+}
+
+/// A C++ number as an operand next to `like`: a weak scalar (see ir/types.h).
+ir::NodePtr scalar_like(Scalar s, const Tensor& like, OpKind op) {
+  return ir::make_scalar(s, ir::weak_scalar_dtype(s.kind(), value_of(like, op)->dtype()));
+}
+
+Tensor trace(OpKind op, std::initializer_list<ir::NodePtr> operands) {
+  absl::StatusOr<ir::NodePtr> node = ir::make_elementwise(op, std::span(operands.begin(), operands.size()));
+  if (!node.ok()) throw Error(std::string(node.status().message()));
+  return detail::make_pending(*std::move(node));
+}
+
+Tensor binary(OpKind op, const Tensor& a, const Tensor& b) { return trace(op, {value_of(a, op), value_of(b, op)}); }
+Tensor binary(OpKind op, const Tensor& a, Scalar b) { return trace(op, {value_of(a, op), scalar_like(b, a, op)}); }
+Tensor binary(OpKind op, Scalar a, const Tensor& b) { return trace(op, {scalar_like(a, b, op), value_of(b, op)}); }
+Tensor unary(OpKind op, const Tensor& a) { return trace(op, {value_of(a, op)}); }
+
+}  // namespace
+
+Tensor full(std::vector<int64_t> shape, Scalar value, DType dtype) {
+  if (absl::Status status = ir::validate_dims("full", shape); !status.ok()) {
+    throw Error(std::string(status.message()));
+  }
+  return detail::make_pending(
+      ir::make_scalar(ir::scalar_value(value, dtype), dtype, ir::Shape(shape.begin(), shape.end())));
+}
+Tensor zeros(std::vector<int64_t> shape, DType dtype) { return full(std::move(shape), 0, dtype); }
+Tensor ones(std::vector<int64_t> shape, DType dtype) { return full(std::move(shape), 1, dtype); }
+Tensor arange(int64_t n, DType dtype) {
+  absl::StatusOr<ir::NodePtr> node = ir::make_arange(n, dtype);
+  if (!node.ok()) throw Error(std::string(node.status().message()));
+  return detail::make_pending(*std::move(node));
+}
+
+Tensor add(const Tensor& a, const Tensor& b) { return binary(OpKind::Add, a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary(OpKind::Sub, a, b); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary(OpKind::Mul, a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary(OpKind::Div, a, b); }
+Tensor pow(const Tensor& a, const Tensor& b) { return binary(OpKind::Pow, a, b); }
+Tensor pow(const Tensor& a, Scalar b) { return binary(OpKind::Pow, a, b); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return binary(OpKind::Maximum, a, b); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return binary(OpKind::Minimum, a, b); }
+
+Tensor operator+(const Tensor& a, const Tensor& b) { return binary(OpKind::Add, a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return binary(OpKind::Sub, a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return binary(OpKind::Mul, a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return binary(OpKind::Div, a, b); }
+Tensor operator+(const Tensor& a, Scalar b) { return binary(OpKind::Add, a, b); }
+Tensor operator-(const Tensor& a, Scalar b) { return binary(OpKind::Sub, a, b); }
+Tensor operator*(const Tensor& a, Scalar b) { return binary(OpKind::Mul, a, b); }
+Tensor operator/(const Tensor& a, Scalar b) { return binary(OpKind::Div, a, b); }
+Tensor operator+(Scalar a, const Tensor& b) { return binary(OpKind::Add, a, b); }
+Tensor operator-(Scalar a, const Tensor& b) { return binary(OpKind::Sub, a, b); }
+Tensor operator*(Scalar a, const Tensor& b) { return binary(OpKind::Mul, a, b); }
+Tensor operator/(Scalar a, const Tensor& b) { return binary(OpKind::Div, a, b); }
+Tensor operator-(const Tensor& a) { return unary(OpKind::Neg, a); }
+
+Tensor eq(const Tensor& a, const Tensor& b) { return binary(OpKind::Eq, a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return binary(OpKind::Ne, a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return binary(OpKind::Lt, a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return binary(OpKind::Le, a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return binary(OpKind::Gt, a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return binary(OpKind::Ge, a, b); }
+Tensor eq(const Tensor& a, Scalar b) { return binary(OpKind::Eq, a, b); }
+Tensor ne(const Tensor& a, Scalar b) { return binary(OpKind::Ne, a, b); }
+Tensor lt(const Tensor& a, Scalar b) { return binary(OpKind::Lt, a, b); }
+Tensor le(const Tensor& a, Scalar b) { return binary(OpKind::Le, a, b); }
+Tensor gt(const Tensor& a, Scalar b) { return binary(OpKind::Gt, a, b); }
+Tensor ge(const Tensor& a, Scalar b) { return binary(OpKind::Ge, a, b); }
+Tensor logical_and(const Tensor& a, const Tensor& b) { return binary(OpKind::LogicalAnd, a, b); }
+Tensor logical_or(const Tensor& a, const Tensor& b) { return binary(OpKind::LogicalOr, a, b); }
+Tensor logical_not(const Tensor& a) { return unary(OpKind::LogicalNot, a); }
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  return trace(OpKind::Where, {value_of(cond, OpKind::Where), value_of(a, OpKind::Where), value_of(b, OpKind::Where)});
+}
+Tensor where(const Tensor& cond, const Tensor& a, Scalar b) {
+  return trace(OpKind::Where,
+               {value_of(cond, OpKind::Where), value_of(a, OpKind::Where), scalar_like(b, a, OpKind::Where)});
+}
+Tensor where(const Tensor& cond, Scalar a, const Tensor& b) {
+  return trace(OpKind::Where,
+               {value_of(cond, OpKind::Where), scalar_like(a, b, OpKind::Where), value_of(b, OpKind::Where)});
+}
+
+Tensor neg(const Tensor& t) { return unary(OpKind::Neg, t); }
+Tensor abs(const Tensor& t) { return unary(OpKind::Abs, t); }
+Tensor exp(const Tensor& t) { return unary(OpKind::Exp, t); }
+Tensor log(const Tensor& t) { return unary(OpKind::Log, t); }
+Tensor sqrt(const Tensor& t) { return unary(OpKind::Sqrt, t); }
+Tensor rsqrt(const Tensor& t) { return unary(OpKind::Rsqrt, t); }
+Tensor sin(const Tensor& t) { return unary(OpKind::Sin, t); }
+Tensor cos(const Tensor& t) { return unary(OpKind::Cos, t); }
+Tensor tanh(const Tensor& t) { return unary(OpKind::Tanh, t); }
+Tensor sigmoid(const Tensor& t) { return unary(OpKind::Sigmoid, t); }
+Tensor relu(const Tensor& t) { return unary(OpKind::Relu, t); }
+Tensor gelu(const Tensor& t) { return unary(OpKind::Gelu, t); }
+Tensor clamp(const Tensor& t, Scalar lo, Scalar hi) {
+  return trace(OpKind::Clamp, {value_of(t, OpKind::Clamp), scalar_like(lo, t, OpKind::Clamp),
+                               scalar_like(hi, t, OpKind::Clamp)});
+}
+
+}  // namespace lazyjit

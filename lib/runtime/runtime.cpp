@@ -1,0 +1,127 @@
+// The default runtime, the public metrics and materialisation entry points.
+#include "runtime/runtime.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "fmt/format.h"
+#include "lazyjit/error.h"
+#include "tbb/info.h"
+
+namespace lazyjit::runtime {
+namespace {
+
+int64_t env_int(const char* name, int64_t fallback) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return fallback;
+  char* end = nullptr;
+  const long long value = std::strtoll(text, &end, 10);
+  if (*end != '\0' || value < 0) throw Error(fmt::format("{}={} is not a non-negative integer", name, text));
+  return value;
+}
+
+std::unique_ptr<codegen::JitCompiler> create_compiler() {
+  auto compiler = codegen::JitCompiler::create();
+  if (!compiler.ok()) {
+    throw Error(fmt::format("starting the JIT: {}", std::string(compiler.status().message())));
+  }
+  return *std::move(compiler);
+}
+
+}  // namespace
+
+Runtime::Runtime()
+    : compiler_(create_compiler()),
+      cache_(static_cast<size_t>(env_int("LAZYJIT_CACHE_SIZE", 1024))),
+      executor_(static_cast<int>(env_int("LAZYJIT_NUM_THREADS", tbb::info::default_concurrency()))),
+      graph_executor_(*compiler_, cache_, executor_, allocator_, live_, counters_) {}
+
+Runtime& Runtime::get() {
+  static Runtime* instance = new Runtime;  // leaked on purpose: see the class comment
+  return *instance;
+}
+
+Metrics Runtime::metrics() const {
+  const codegen::CompileCache::Stats cache = cache_.stats();
+  const CachingAllocator::Stats memory = allocator_.stats();
+  Metrics m;
+  m.graphs_traced = counters_.graphs_traced.load();
+  m.nodes_traced = counters_.nodes_traced.load();
+  m.graphs_executed = counters_.graphs_executed.load();
+  m.compiles = counters_.compiles.load();
+  m.cache_hits = cache.hits;
+  m.cache_misses = cache.misses;
+  m.evictions = cache.evictions;
+  m.bytes_allocated = memory.bytes_allocated;
+  m.bytes_reused = memory.bytes_reused;
+  m.bytes_in = counters_.bytes_in.load();
+  m.bytes_out = counters_.bytes_out.load();
+  m.kernels_launched = counters_.kernels_launched.load();
+  m.compile_seconds = counters_.compile_ns.load() / 1e9;
+  m.execute_seconds = counters_.execute_ns.load() / 1e9;
+  return m;
+}
+
+void Runtime::reset_metrics() {
+  counters_.reset();
+  cache_.reset_stats();
+  allocator_.reset_stats();
+}
+
+}  // namespace lazyjit::runtime
+
+namespace lazyjit {
+
+using runtime::Runtime;
+
+namespace {
+
+std::vector<std::shared_ptr<detail::TensorImpl>> impls(const std::vector<Tensor>& tensors, const char* op) {
+  std::vector<std::shared_ptr<detail::TensorImpl>> out;
+  out.reserve(tensors.size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (!tensors[i].defined()) throw Error(fmt::format("{}: tensor {} is undefined", op, i));
+    out.push_back(tensors[i].impl());
+  }
+  return out;
+}
+
+}  // namespace
+
+void sync(const std::vector<Tensor>& tensors) { Runtime::get().graph_executor().sync(impls(tensors, "sync")); }
+
+void mark_step() { Runtime::get().graph_executor().mark_step(); }
+
+Metrics metrics() { return Runtime::get().metrics(); }
+
+void reset_metrics() { Runtime::get().reset_metrics(); }
+
+std::string metrics_report() {
+  const Metrics m = metrics();
+  std::string out = "lazyjit metrics\n";
+  auto line = [&](std::string_view name, auto value) { out += fmt::format("  {:<18} {}\n", name, value); };
+  line("graphs_traced", m.graphs_traced);
+  line("nodes_traced", m.nodes_traced);
+  line("graphs_executed", m.graphs_executed);
+  line("compiles", m.compiles);
+  line("cache_hits", m.cache_hits);
+  line("cache_misses", m.cache_misses);
+  line("disk_cache_hits", m.disk_cache_hits);
+  line("evictions", m.evictions);
+  line("donations", m.donations);
+  line("kernels_launched", m.kernels_launched);
+  line("bytes_allocated", m.bytes_allocated);
+  line("bytes_reused", m.bytes_reused);
+  line("bytes_in", m.bytes_in);
+  line("bytes_out", m.bytes_out);
+  line("compile_ms", fmt::format("{:.3f}", m.compile_seconds * 1e3));
+  line("execute_ms", fmt::format("{:.3f}", m.execute_seconds * 1e3));
+  line("target", Runtime::get().compiler().target_description());
+  return out;
+}
+
+std::string dump(const std::vector<Tensor>& tensors, DumpFormat format) {
+  return Runtime::get().graph_executor().dump(impls(tensors, "dump"), format);
+}
+
+}  // namespace lazyjit
