@@ -10,63 +10,103 @@ namespace {
 
 inline constexpr uint64_t kKeyFormatVersion = 1;
 
-/// Appends the post-order of `root`'s unvisited nodes to `graph.nodes`.
-void visit(const Node* root, absl::flat_hash_map<const Node*, int>& index, Graph& graph) {
-  if (index.contains(root)) return;
-  std::vector<std::pair<const Node*, size_t>> stack{{root, 0}};
-  while (!stack.empty()) {
-    auto& [node, next] = stack.back();
-    if (next < node->operands().size()) {
-      const Node* operand = node->operands()[next++].get();
-      if (!index.contains(operand)) stack.emplace_back(operand, 0);
-      continue;
-    }
-    index.emplace(node, static_cast<int>(graph.nodes.size()));
-    graph.nodes.push_back(node);
-    stack.pop_back();
+/// Builds the post-order and, node by node as it is emitted, the words the key hashes:
+/// signature, unit dims, operand positions, parameter slot.
+class GraphBuilder {
+ public:
+  GraphBuilder(Graph& graph, size_t size_hint) : graph_(graph) {
+    index_.reserve(size_hint);
+    words_.reserve(size_hint * 4 + 8);
+    words_.push_back(kKeyFormatVersion);
   }
-}
+
+  void visit(const Node* root) {
+    if (index_.contains(root)) return;
+    stack_.emplace_back(root, 0);
+    while (!stack_.empty()) {
+      auto& [node, next] = stack_.back();
+      if (next < node->operands().size()) {
+        const Node* operand = node->operands()[next++].get();
+        if (!index_.contains(operand)) stack_.emplace_back(operand, 0);
+        continue;
+      }
+      emit(node);
+      stack_.pop_back();
+    }
+  }
+
+  void finish(std::span<const Node* const> roots) {
+    for (size_t r = 0; r < roots.size(); ++r) {
+      graph_.roots.push_back(index_.at(roots[r]));
+      int shape_class = static_cast<int>(r);
+      for (size_t s = 0; s < r; ++s) {
+        if (roots[s]->shape() == roots[r]->shape()) {
+          shape_class = static_cast<int>(s);
+          break;
+        }
+      }
+      graph_.root_shape_class.push_back(shape_class);
+      words_.push_back(static_cast<uint64_t>(graph_.roots.back()) << 32 | static_cast<uint64_t>(shape_class));
+    }
+    graph_.key = hash_words(words_);
+  }
+
+ private:
+  void emit(const Node* node) {
+    const int i = static_cast<int>(graph_.nodes.size());
+    index_.emplace(node, i);
+    graph_.nodes.push_back(node);
+    words_.push_back(node->signature());
+    words_.push_back(node->unit_dims());
+    for (const NodePtr& operand : node->operands()) words_.push_back(index_.at(operand.get()));
+    int slot = -1;
+    if (node->op() == OpKind::Parameter) {
+      slot = parameter_slot(node);
+      words_.push_back(slot);
+    } else if (node->op() == OpKind::Scalar) {
+      graph_.scalars.push_back(i);
+    }
+    graph_.parameter_slot.push_back(slot);
+  }
+
+  /// The slot of the node's buffer: a buffer read through two leaves is one parameter.
+  /// Few parameters (the common case) are searched linearly, many through a map.
+  int parameter_slot(const Node* node) {
+    const BackendData* buffer = node->data().get();
+    const int next = static_cast<int>(graph_.parameters.size());
+    if (next < kLinearSearchLimit) {
+      for (int s = 0; s < next; ++s) {
+        if (graph_.parameters[s]->data().get() == buffer) return s;
+      }
+    } else {
+      if (slot_of_buffer_.empty()) {
+        for (int s = 0; s < next; ++s) slot_of_buffer_.emplace(graph_.parameters[s]->data().get(), s);
+      }
+      auto [it, fresh] = slot_of_buffer_.try_emplace(buffer, next);
+      if (!fresh) return it->second;
+    }
+    graph_.parameters.push_back(node);
+    return next;
+  }
+
+  static constexpr int kLinearSearchLimit = 32;
+
+  Graph& graph_;
+  absl::flat_hash_map<const Node*, int> index_;
+  std::vector<uint64_t> words_;
+  std::vector<std::pair<const Node*, size_t>> stack_;
+  absl::flat_hash_map<const BackendData*, int> slot_of_buffer_;
+};
 
 }  // namespace
 
 Graph build_graph(std::span<const Node* const> roots) {
   Graph graph;
-  absl::flat_hash_map<const Node*, int> index;
-  for (const Node* root : roots) visit(root, index, graph);
-
-  std::vector<uint64_t> words;
-  words.reserve(graph.nodes.size() * 4 + roots.size() * 2 + 2);
-  words.push_back(kKeyFormatVersion);
-  absl::flat_hash_map<const BackendData*, int> slot_of_buffer;
-  graph.parameter_slot.assign(graph.nodes.size(), -1);
-  for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    const Node* node = graph.nodes[i];
-    words.push_back(node->signature());
-    words.push_back(node->unit_dims());
-    for (const NodePtr& operand : node->operands()) words.push_back(index.at(operand.get()));
-    if (node->op() == OpKind::Parameter) {
-      auto [it, fresh] = slot_of_buffer.try_emplace(node->data().get(),
-                                                    static_cast<int>(graph.parameters.size()));
-      if (fresh) graph.parameters.push_back(node);
-      graph.parameter_slot[i] = it->second;
-      words.push_back(it->second);
-    } else if (node->op() == OpKind::Scalar) {
-      graph.scalars.push_back(static_cast<int>(i));
-    }
-  }
-  for (size_t r = 0; r < roots.size(); ++r) {
-    graph.roots.push_back(index.at(roots[r]));
-    int shape_class = static_cast<int>(r);
-    for (size_t s = 0; s < r; ++s) {
-      if (roots[s]->shape() == roots[r]->shape()) {
-        shape_class = static_cast<int>(s);
-        break;
-      }
-    }
-    graph.root_shape_class.push_back(shape_class);
-    words.push_back(static_cast<uint64_t>(graph.roots.back()) << 32 | static_cast<uint64_t>(shape_class));
-  }
-  graph.key = hash_words(words);
+  size_t size_hint = 0;
+  for (const Node* root : roots) size_hint += root->size_bound();
+  GraphBuilder builder(graph, std::min<size_t>(size_hint, 1 << 16));
+  for (const Node* root : roots) builder.visit(root);
+  builder.finish(roots);
   return graph;
 }
 

@@ -36,7 +36,10 @@ class Node {
   using Operands = absl::InlinedVector<NodePtr, 3>;
 
   Node(OpKind op, DType dtype, Shape shape, Operands operands)
-      : op_(op), dtype_(dtype), shape_(std::move(shape)), operands_(std::move(operands)) {}
+      : op_(op), dtype_(dtype), shape_(std::move(shape)), operands_(std::move(operands)) {
+    for (const NodePtr& operand : operands_) size_bound_ += operand->size_bound_;
+    if (size_bound_ > kMaxSizeBound) size_bound_ = kMaxSizeBound;
+  }
 
   OpKind op() const { return op_; }
   DType dtype() const { return dtype_; }
@@ -57,13 +60,19 @@ class Node {
   }
   /// Which dims have size 1: the broadcast pattern, also part of the cache key.
   uint64_t unit_dims() const { return unit_dim_mask(shape_); }
+  /// An upper bound of the number of nodes this one depends on (itself included), exact for
+  /// trees, saturating for heavily shared DAGs: lets graph building reserve its tables.
+  uint32_t size_bound() const { return size_bound_; }
 
  private:
   friend NodePtr make_parameter(BackendDataPtr data);
   friend NodePtr make_scalar(ScalarValue value, DType dtype, Shape shape);
 
+  static constexpr uint32_t kMaxSizeBound = 1u << 16;
+
   OpKind op_;
   DType dtype_;
+  uint32_t size_bound_ = 1;
   Shape shape_;
   Operands operands_;
   BackendDataPtr data_;

@@ -1,6 +1,7 @@
 // Materialisation: collect, key, compile or hit, allocate, run, assign.
 #include "runtime/graph_executor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -42,8 +43,12 @@ void GraphExecutor::sync(std::vector<std::shared_ptr<detail::TensorImpl>> tensor
   std::vector<std::shared_ptr<detail::TensorImpl>> targets;
   std::vector<const ir::Node*> roots;
   absl::flat_hash_set<const detail::TensorImpl*> seen;
+  auto first_time = [&](const detail::TensorImpl* t) {  // a linear scan while few
+    if (tensors.size() > 8) return seen.insert(t).second;
+    return std::none_of(targets.begin(), targets.end(), [&](const auto& u) { return u.get() == t; });
+  };
   for (auto& t : tensors) {
-    if (t && t->pending() && seen.insert(t.get()).second) {
+    if (t && t->pending() && first_time(t.get())) {
       roots.push_back(t->ir().get());
       targets.push_back(std::move(t));
     }
