@@ -1,5 +1,6 @@
 // Unit tests of lib/ir: shapes, dtype promotion, the builder, graph keys, the verifier, the
 // printer and the reference interpreter.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>

@@ -58,11 +58,11 @@ class Tensor {
   template <class T>
   std::vector<T> to_vector() const {
     if constexpr (std::is_same_v<T, bool>) {
-      std::vector<uint8_t> bytes(static_cast<size_t>(numel()));
+      std::vector<uint8_t> bytes(static_cast<size_t>(numel_for("to_vector")));
       copy_out(bytes.data(), DType::Bool);
       return std::vector<bool>(bytes.begin(), bytes.end());
     } else {
-      std::vector<T> out(static_cast<size_t>(numel()));
+      std::vector<T> out(static_cast<size_t>(numel_for("to_vector")));
       copy_out(out.data(), dtype_of_v<T>);
       return out;
     }
@@ -111,6 +111,7 @@ class Tensor {
  private:
   static Tensor from_data(const void* data, int64_t count, DType dtype, std::vector<int64_t> shape);
   void copy_out(void* dst, DType requested) const;
+  int64_t numel_for(const char* op) const;
   Scalar item_scalar() const;
   detail::TensorImpl& checked_impl(const char* op) const;
 

@@ -22,17 +22,26 @@ absl::StatusOr<CompileCache::Entry> CompileCache::get_or_compile(const ir::Hash1
   }
   if (future.valid()) return future.get();  // a hit, or another thread's compile in flight
 
-  absl::StatusOr<Entry> result = compile();
-  promise.set_value(result);
-  if (!result.ok()) {
-    std::lock_guard lock(mutex_);
-    auto it = slots_.find(key);
-    if (it != slots_.end()) {
-      lru_.erase(it->second.lru);
-      slots_.erase(it);
-    }
+  absl::StatusOr<Entry> result;
+  try {
+    result = compile();
+  } catch (...) {
+    promise.set_exception(std::current_exception());  // waiters see the same failure
+    forget(key);
+    throw;
   }
+  promise.set_value(result);
+  if (!result.ok()) forget(key);
   return result;
+}
+
+void CompileCache::forget(const ir::Hash128& key) {
+  std::lock_guard lock(mutex_);
+  auto it = slots_.find(key);
+  if (it != slots_.end()) {
+    lru_.erase(it->second.lru);
+    slots_.erase(it);
+  }
 }
 
 void CompileCache::evict_locked() {

@@ -28,7 +28,8 @@ class CompileCache {
   explicit CompileCache(size_t capacity = 0) : capacity_(capacity) {}
 
   /// The graph for `key`, from the cache or from `compile()` (called at most once per key
-  /// while it stays cached; a failed compile is not cached).
+  /// while it stays cached; a failed or throwing compile is not cached, and callers waiting
+  /// on it get its error or exception).
   absl::StatusOr<Entry> get_or_compile(const ir::Hash128& key, Compile compile);
 
   /// Whether `key` is cached (compiled or being compiled); does not touch LRU order.
@@ -50,6 +51,8 @@ class CompileCache {
     std::list<ir::Hash128>::iterator lru;
   };
   void evict_locked();
+  /// Drops a failed compile's slot so the next caller compiles again.
+  void forget(const ir::Hash128& key);
 
   mutable std::mutex mutex_;
   absl::flat_hash_map<ir::Hash128, Slot> slots_;

@@ -142,6 +142,17 @@ absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::compile(loweri
   optimize(*lowered.module);
 
   std::lock_guard lock(mutex_);
+  // Symbols are named after the graph key; a graph evicted while a caller still runs it
+  // can be compiled again, so each load gets its own suffix.
+  const std::string suffix = fmt::format(".{}", ++loads_);
+  for (lowering::KernelSpec& kernel : lowered.kernels) {
+    llvm::Function* fn = lowered.module->getFunction(kernel.symbol);
+    if (fn == nullptr || fn->isDeclaration()) {
+      return absl::InternalError(fmt::format("compiling {}: the module does not define it", kernel.symbol));
+    }
+    kernel.symbol += suffix;
+    fn->setName(kernel.symbol);
+  }
   auto tracker = jit_->getMainJITDylib().createResourceTracker();
   llvm::orc::ThreadSafeModule module(std::move(lowered.module), std::move(lowered.context));
   if (llvm::Error error = jit_->addIRModule(tracker, std::move(module))) {

@@ -73,6 +73,7 @@ class JitCompiler {
   ir::Hash128 fingerprint_;
   std::string description_;
   std::mutex mutex_;              // serialises optimize/compile
+  uint64_t loads_ = 0;            // modules added to the JIT, for unique symbol names
   std::mutex errors_mutex_;
   std::string session_errors_;    // errors ORC reported while materialising
 };

@@ -1,6 +1,8 @@
 // Node creation with trace-time checks, promotion and broadcasting.
 #include "ir/builder.h"
 
+#include <array>
+
 #include "absl/status/status.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
@@ -37,6 +39,7 @@ NodePtr make_scalar(Scalar value, DType dtype) { return make_scalar(scalar_value
 absl::StatusOr<NodePtr> make_arange(int64_t n, DType dtype) {
   if (n < 0) return absl::InvalidArgumentError(fmt::format("arange: n must be >= 0, got {}", n));
   if (dtype == DType::Bool) return absl::InvalidArgumentError("arange: dtype bool is not supported");
+  if (absl::Status status = validate_dims("arange", std::array{n}); !status.ok()) return status;
   return std::make_shared<Node>(OpKind::Arange, dtype, Shape{n}, Node::Operands{});
 }
 
@@ -85,6 +88,9 @@ absl::StatusOr<NodePtr> make_elementwise(OpKind op, std::span<const NodePtr> ope
     absl::StatusOr<Shape> s = broadcast_shapes(info.name, shape, operand->shape());
     if (!s.ok()) return s.status();
     shape = *std::move(s);
+  }
+  if (operands.size() > 1) {  // broadcasting can multiply element counts past what fits
+    if (absl::Status status = validate_dims(info.name, shape); !status.ok()) return status;
   }
 
   Node::Operands converted(operands.begin(), operands.end());

@@ -37,17 +37,17 @@ Tensor binary(OpKind op, const Tensor& a, Scalar b) { return trace(op, {value_of
 Tensor binary(OpKind op, Scalar a, const Tensor& b) { return trace(op, {scalar_like(a, b, op), value_of(b, op)}); }
 Tensor unary(OpKind op, const Tensor& a) { return trace(op, {value_of(a, op)}); }
 
-}  // namespace
-
-Tensor full(std::vector<int64_t> shape, Scalar value, DType dtype) {
-  if (absl::Status status = ir::validate_dims("full", shape); !status.ok()) {
-    throw Error(std::string(status.message()));
-  }
+Tensor splat(const char* op, const std::vector<int64_t>& shape, Scalar value, DType dtype) {
+  if (absl::Status status = ir::validate_dims(op, shape); !status.ok()) throw Error(std::string(status.message()));
   return detail::make_pending(
       ir::make_scalar(ir::scalar_value(value, dtype), dtype, ir::Shape(shape.begin(), shape.end())));
 }
-Tensor zeros(std::vector<int64_t> shape, DType dtype) { return full(std::move(shape), 0, dtype); }
-Tensor ones(std::vector<int64_t> shape, DType dtype) { return full(std::move(shape), 1, dtype); }
+
+}  // namespace
+
+Tensor full(std::vector<int64_t> shape, Scalar value, DType dtype) { return splat("full", shape, value, dtype); }
+Tensor zeros(std::vector<int64_t> shape, DType dtype) { return splat("zeros", shape, 0, dtype); }
+Tensor ones(std::vector<int64_t> shape, DType dtype) { return splat("ones", shape, 1, dtype); }
 Tensor arange(int64_t n, DType dtype) {
   absl::StatusOr<ir::NodePtr> node = ir::make_arange(n, dtype);
   if (!node.ok()) throw Error(std::string(node.status().message()));

@@ -52,7 +52,8 @@ std::vector<int64_t> Tensor::shape() const {
   return {s.begin(), s.end()};
 }
 int64_t Tensor::dim() const { return static_cast<int64_t>(checked_impl("dim").shape().size()); }
-int64_t Tensor::numel() const { return ir::numel(checked_impl("numel").shape()); }
+int64_t Tensor::numel() const { return numel_for("numel"); }
+int64_t Tensor::numel_for(const char* op) const { return ir::numel(checked_impl(op).shape()); }
 DType Tensor::dtype() const { return checked_impl("dtype").dtype(); }
 
 std::string Tensor::to_string() const {
@@ -105,8 +106,9 @@ Tensor& assign(Tensor& self, const Tensor& update, const char* op) {
     throw Error(fmt::format("{}: result shape {} does not match the tensor's shape {}", op,
                             ir::shape_to_string(update.shape()), ir::shape_to_string(self.shape())));
   }
-  if (is_floating(update.dtype()) && !is_floating(self.dtype())) {
-    throw Error(fmt::format("{}: result dtype {} cannot be stored in a {} tensor in place", op,
+  auto category = [](DType d) { return is_floating(d) ? 2 : is_integral(d) ? 1 : 0; };
+  if (category(update.dtype()) > category(self.dtype())) {
+    throw Error(fmt::format("{}: result dtype {} cannot be stored in place into dtype {}", op,
                             dtype_name(update.dtype()), dtype_name(self.dtype())));
   }
   impl.set_ir(ir::make_cast(update.impl()->ir_value(), self.dtype()));

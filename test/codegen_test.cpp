@@ -1,0 +1,513 @@
+// Unit tests of lib/codegen: the compile cache (once per key, LRU, failures, races) and the
+// JIT compiler (identity, compiling lowered graphs, calling kernels through the ABI, errors).
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <latch>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "codegen/compile_cache.h"
+#include "codegen/jit_compiler.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/builder.h"
+#include "ir/graph.h"
+#include "ir/interpreter.h"
+#include "llvm/ExecutionEngine/Orc/Core.h"  // ResourceTracker, for CompiledGraphs without code
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/Support/raw_ostream.h"
+#include "lowering/fusion.h"
+#include "lowering/lower.h"
+
+namespace lazyjit::codegen {
+namespace {
+
+using ::testing::HasSubstr;
+using Entry = CompileCache::Entry;
+
+// ---------------------------------------------------------------------------------------------
+// CompileCache, with fake compiles
+
+/// A CompiledGraph holding no code, told apart by the symbol of its one kernel spec.
+Entry fake_entry(const std::string& tag) {
+  return std::make_shared<const CompiledGraph>(std::vector<lowering::KernelSpec>{{tag, 0, {0}}},
+                                               std::vector<lowering::KernelFn>{},
+                                               llvm::IntrusiveRefCntPtr<llvm::orc::ResourceTracker>());
+}
+
+std::string tag_of(const absl::StatusOr<Entry>& entry) {
+  if (!entry.ok()) return "<error: " + std::string(entry.status().message()) + ">";
+  if (*entry == nullptr) return "<null>";
+  return (*entry)->kernels().at(0).symbol;
+}
+
+ir::Hash128 key(uint64_t n) { return ir::Hash128{n, ~n}; }
+
+/// A compile function that counts its calls and returns fake_entry(tag).
+struct CountingCompile {
+  std::string tag;
+  std::atomic<int>* calls;
+  absl::StatusOr<Entry> operator()() const {
+    calls->fetch_add(1);
+    return fake_entry(tag);
+  }
+};
+
+TEST(CompileCacheTest, SameKeyCompiledOnce) {
+  CompileCache cache;
+  std::atomic<int> calls{0};
+  absl::StatusOr<Entry> first = cache.get_or_compile(key(1), CountingCompile{"a", &calls});
+  absl::StatusOr<Entry> second = cache.get_or_compile(key(1), CountingCompile{"b", &calls});
+  absl::StatusOr<Entry> third = cache.get_or_compile(key(1), CountingCompile{"c", &calls});
+  EXPECT_EQ(calls.load(), 1);
+  EXPECT_EQ(tag_of(first), "a");
+  EXPECT_EQ(tag_of(second), "a");
+  EXPECT_EQ(tag_of(third), "a");
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_EQ(first->get(), second->get());  // the very same compiled graph
+  const CompileCache::Stats stats = cache.stats();
+  EXPECT_EQ(stats.misses, 1);
+  EXPECT_EQ(stats.hits, 2);
+  EXPECT_EQ(stats.evictions, 0);
+  EXPECT_TRUE(cache.contains(key(1)));
+  EXPECT_FALSE(cache.contains(key(2)));
+  EXPECT_EQ(cache.size(), 1u);
+}
+
+TEST(CompileCacheTest, DistinctKeysCompileSeparately) {
+  CompileCache cache;
+  std::atomic<int> calls{0};
+  EXPECT_EQ(tag_of(cache.get_or_compile(key(1), CountingCompile{"one", &calls})), "one");
+  EXPECT_EQ(tag_of(cache.get_or_compile(key(2), CountingCompile{"two", &calls})), "two");
+  EXPECT_EQ(tag_of(cache.get_or_compile(key(1), CountingCompile{"x", &calls})), "one");
+  EXPECT_EQ(tag_of(cache.get_or_compile(key(2), CountingCompile{"y", &calls})), "two");
+  EXPECT_EQ(calls.load(), 2);
+  EXPECT_EQ(cache.stats().misses, 2);
+  EXPECT_EQ(cache.stats().hits, 2);
+  EXPECT_EQ(cache.size(), 2u);
+}
+
+TEST(CompileCacheTest, EmptyEntryIsCachedLikeAnyOther) {
+  CompileCache cache;
+  int calls = 0;
+  auto compile = [&]() -> absl::StatusOr<Entry> {
+    ++calls;
+    return Entry();
+  };
+  EXPECT_EQ(tag_of(cache.get_or_compile(key(3), compile)), "<null>");
+  EXPECT_EQ(tag_of(cache.get_or_compile(key(3), compile)), "<null>");
+  EXPECT_EQ(calls, 1);
+}
+
+TEST(CompileCacheTest, FailedCompileIsNotCached) {
+  CompileCache cache;
+  int calls = 0;
+  auto failing = [&]() -> absl::StatusOr<Entry> {
+    ++calls;
+    return absl::InternalError("boom");
+  };
+  absl::StatusOr<Entry> r = cache.get_or_compile(key(7), failing);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(r.status().message(), "boom");
+  EXPECT_FALSE(cache.contains(key(7)));
+  EXPECT_EQ(cache.size(), 0u);
+
+  // The next call compiles again; once that succeeds, it is cached.
+  EXPECT_FALSE(cache.get_or_compile(key(7), failing).ok());
+  EXPECT_EQ(calls, 2);
+  std::atomic<int> good_calls{0};
+  EXPECT_EQ(tag_of(cache.get_or_compile(key(7), CountingCompile{"fixed", &good_calls})), "fixed");
+  EXPECT_EQ(tag_of(cache.get_or_compile(key(7), failing)), "fixed");
+  EXPECT_EQ(good_calls.load(), 1);
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(cache.stats().misses, 3);
+  EXPECT_EQ(cache.stats().hits, 1);
+}
+
+// Regression: a compile function that threw used to leave its slot behind with a broken
+// promise, so every later call for that key threw std::future_error instead of compiling.
+TEST(CompileCacheTest, ThrowingCompileIsNotCached) {
+  CompileCache cache;
+  auto throwing = []() -> absl::StatusOr<Entry> { throw std::runtime_error("compile threw"); };
+  EXPECT_THROW(cache.get_or_compile(key(9), throwing), std::runtime_error);
+  EXPECT_FALSE(cache.contains(key(9)));
+
+  std::atomic<int> calls{0};
+  std::string tag;
+  try {
+    tag = tag_of(cache.get_or_compile(key(9), CountingCompile{"after", &calls}));
+  } catch (const std::exception& e) {
+    tag = std::string("<threw: ") + e.what() + ">";
+  }
+  EXPECT_EQ(tag, "after");
+  EXPECT_EQ(calls.load(), 1);
+}
+
+TEST(CompileCacheTest, LruCapacityEvictsLeastRecentlyUsed) {
+  CompileCache cache(2);
+  std::atomic<int> calls{0};
+  cache.get_or_compile(key(1), CountingCompile{"A", &calls}).IgnoreError();
+  cache.get_or_compile(key(2), CountingCompile{"B", &calls}).IgnoreError();
+  cache.get_or_compile(key(1), CountingCompile{"A'", &calls}).IgnoreError();  // A is now most recent
+  EXPECT_EQ(cache.stats().evictions, 0);
+  cache.get_or_compile(key(3), CountingCompile{"C", &calls}).IgnoreError();   // evicts B
+  EXPECT_EQ(cache.stats().evictions, 1);
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_TRUE(cache.contains(key(1)));
+  EXPECT_FALSE(cache.contains(key(2)));
+  EXPECT_TRUE(cache.contains(key(3)));
+  EXPECT_EQ(calls.load(), 3);
+
+  // B compiles again, evicting A (C was used more recently).
+  EXPECT_EQ(tag_of(cache.get_or_compile(key(2), CountingCompile{"B2", &calls})), "B2");
+  EXPECT_EQ(calls.load(), 4);
+  EXPECT_EQ(cache.stats().evictions, 2);
+  EXPECT_FALSE(cache.contains(key(1)));
+  EXPECT_TRUE(cache.contains(key(3)));
+  EXPECT_EQ(cache.stats().misses, 4);
+  EXPECT_EQ(cache.stats().hits, 1);
+}
+
+TEST(CompileCacheTest, ContainsDoesNotTouchLruOrder) {
+  CompileCache cache(2);
+  std::atomic<int> calls{0};
+  cache.get_or_compile(key(1), CountingCompile{"A", &calls}).IgnoreError();
+  cache.get_or_compile(key(2), CountingCompile{"B", &calls}).IgnoreError();
+  EXPECT_TRUE(cache.contains(key(1)));  // not a use
+  cache.get_or_compile(key(3), CountingCompile{"C", &calls}).IgnoreError();
+  EXPECT_FALSE(cache.contains(key(1)));
+  EXPECT_TRUE(cache.contains(key(2)));
+}
+
+TEST(CompileCacheTest, EvictedEntryStaysValidWhileHeld) {
+  CompileCache cache(1);
+  std::atomic<int> calls{0};
+  absl::StatusOr<Entry> held = cache.get_or_compile(key(1), CountingCompile{"held", &calls});
+  cache.get_or_compile(key(2), CountingCompile{"other", &calls}).IgnoreError();
+  EXPECT_FALSE(cache.contains(key(1)));
+  EXPECT_EQ(cache.stats().evictions, 1);
+  EXPECT_EQ(tag_of(held), "held");
+}
+
+TEST(CompileCacheTest, SetCapacityClearAndResetStats) {
+  CompileCache cache;  // unbounded
+  std::atomic<int> calls{0};
+  for (uint64_t k = 0; k < 5; ++k) cache.get_or_compile(key(k), CountingCompile{"k", &calls}).IgnoreError();
+  EXPECT_EQ(cache.size(), 5u);
+  EXPECT_EQ(cache.stats().evictions, 0);
+  cache.set_capacity(2);
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_EQ(cache.stats().evictions, 3);
+  EXPECT_TRUE(cache.contains(key(3)));
+  EXPECT_TRUE(cache.contains(key(4)));
+  cache.reset_stats();
+  EXPECT_EQ(cache.stats().hits, 0);
+  EXPECT_EQ(cache.stats().misses, 0);
+  EXPECT_EQ(cache.stats().evictions, 0);
+  cache.clear();
+  EXPECT_EQ(cache.size(), 0u);
+  EXPECT_FALSE(cache.contains(key(4)));
+  cache.get_or_compile(key(4), CountingCompile{"k", &calls}).IgnoreError();
+  EXPECT_EQ(calls.load(), 6);
+}
+
+TEST(CompileCacheTest, RacingThreadsCompileOnce) {
+  constexpr int kThreads = 8;
+  CompileCache cache;
+  std::atomic<int> calls{0};
+  std::latch start(kThreads);
+  std::vector<absl::StatusOr<Entry>> results(kThreads, absl::UnknownError("not run"));
+  const Entry compiled = fake_entry("raced");
+  auto slow_compile = [&]() -> absl::StatusOr<Entry> {
+    calls.fetch_add(1);
+    // Keeps the compile in flight while the other threads arrive (correct at any timing).
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return compiled;
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      start.arrive_and_wait();
+      results[t] = cache.get_or_compile(key(42), slow_compile);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(calls.load(), 1);
+  for (int t = 0; t < kThreads; ++t) {
+    ASSERT_TRUE(results[t].ok()) << results[t].status();
+    EXPECT_EQ(results[t]->get(), compiled.get()) << "thread " << t;
+  }
+  EXPECT_EQ(cache.stats().misses, 1);
+  EXPECT_EQ(cache.stats().hits, kThreads - 1);
+}
+
+TEST(CompileCacheTest, RacingThreadsOnSeveralKeys) {
+  constexpr int kThreads = 8;
+  constexpr int kKeys = 3;
+  CompileCache cache;
+  std::atomic<int> calls[kKeys] = {};
+  std::latch start(kThreads);
+  std::vector<std::thread> threads;
+  std::vector<std::string> tags(kThreads * kKeys);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      start.arrive_and_wait();
+      for (int i = 0; i < kKeys; ++i) {
+        const int k = (i + t) % kKeys;  // threads start on different keys
+        tags[t * kKeys + k] = tag_of(cache.get_or_compile(key(k), CountingCompile{std::to_string(k), &calls[k]}));
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int k = 0; k < kKeys; ++k) EXPECT_EQ(calls[k].load(), 1) << "key " << k;
+  for (int t = 0; t < kThreads; ++t) {
+    for (int k = 0; k < kKeys; ++k) EXPECT_EQ(tags[t * kKeys + k], std::to_string(k));
+  }
+  EXPECT_EQ(cache.stats().misses, kKeys);
+  EXPECT_EQ(cache.stats().hits, kThreads * kKeys - kKeys);
+}
+
+// ---------------------------------------------------------------------------------------------
+// JitCompiler
+
+/// One JIT for the tests of this file (creating one costs milliseconds, not seconds).
+JitCompiler& jit() {
+  static std::unique_ptr<JitCompiler> compiler = [] {
+    absl::StatusOr<std::unique_ptr<JitCompiler>> c = JitCompiler::create();
+    if (!c.ok()) {
+      ADD_FAILURE() << c.status();
+      return std::unique_ptr<JitCompiler>();
+    }
+    return *std::move(c);
+  }();
+  if (!compiler) throw std::runtime_error("no JIT");
+  return *compiler;
+}
+
+TEST(JitCompilerTest, CreateSucceedsAndFingerprintIsStable) {
+  absl::StatusOr<std::unique_ptr<JitCompiler>> a = JitCompiler::create();
+  ASSERT_TRUE(a.ok()) << a.status();
+  absl::StatusOr<std::unique_ptr<JitCompiler>> b = JitCompiler::create();
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ((*a)->fingerprint(), (*b)->fingerprint());
+  EXPECT_NE((*a)->fingerprint(), ir::Hash128{});
+  EXPECT_EQ((*a)->target_description(), (*b)->target_description());
+  EXPECT_THAT((*a)->target_description(), HasSubstr("O2"));
+  EXPECT_THAT((*a)->target_description(), HasSubstr("LLVM 19"));
+}
+
+/// A BackendData over host memory.
+class HostData final : public BackendData {
+ public:
+  HostData(DType dtype, std::vector<int64_t> shape) : BackendData(dtype, std::move(shape)) {
+    bytes_.resize(static_cast<size_t>(std::max<int64_t>(size_bytes(), 1)));
+  }
+  void* data() override { return bytes_.data(); }
+
+ private:
+  std::vector<uint8_t> bytes_;
+};
+
+std::shared_ptr<HostData> floats(std::vector<int64_t> shape, float start, float step) {
+  auto data = std::make_shared<HostData>(DType::Float32, std::move(shape));
+  float* p = static_cast<float*>(data->data());
+  for (int64_t i = 0; i < data->numel(); ++i) p[i] = start + step * static_cast<float>(i);
+  return data;
+}
+
+ir::NodePtr ew(ir::OpKind op, std::vector<ir::NodePtr> operands) {
+  absl::StatusOr<ir::NodePtr> node = ir::make_elementwise(op, operands);
+  if (!node.ok()) throw std::runtime_error(std::string(node.status().message()));
+  return *node;
+}
+
+/// Runs every kernel of `code` over `graph`'s own buffers, each over [0, numel) split at
+/// `split` (so the ABI's begin/end slicing is exercised), and returns the result buffers.
+std::vector<std::shared_ptr<HostData>> run(const ir::Graph& graph, const CompiledGraph& code, int64_t split = 0) {
+  std::vector<void*> buffers;
+  for (const ir::Node* p : graph.parameters) buffers.push_back(p->data()->data());
+  std::vector<std::shared_ptr<HostData>> results;
+  for (int root : graph.roots) {
+    const ir::Node& node = *graph.nodes[root];
+    results.push_back(std::make_shared<HostData>(node.dtype(), std::vector<int64_t>(node.shape().begin(), node.shape().end())));
+    buffers.push_back(results.back()->data());
+  }
+  std::vector<ir::ScalarValue> scalars;
+  for (int s : graph.scalars) scalars.push_back(graph.nodes[s]->scalar());
+  buffers.push_back(scalars.data());
+  for (size_t k = 0; k < code.kernels().size(); ++k) {
+    const ir::Shape& shape = graph.nodes[graph.roots[code.kernels()[k].iteration_result]]->shape();
+    const int64_t n = ir::numel(shape);
+    const int64_t mid = std::min(split, n);
+    if (mid > 0) code.function(k)(buffers.data(), shape.data(), 0, mid);
+    if (n > mid) code.function(k)(buffers.data(), shape.data(), mid, n);
+  }
+  return results;
+}
+
+/// Compares each result of a compiled run with the reference interpreter, exactly.
+void expect_matches_interpreter(const ir::Graph& graph, const std::vector<std::shared_ptr<HostData>>& results) {
+  std::vector<ir::HostTensor> expected = ir::interpret(graph);
+  ASSERT_EQ(expected.size(), results.size());
+  for (size_t r = 0; r < results.size(); ++r) {
+    ASSERT_EQ(static_cast<int64_t>(expected[r].bytes.size()), results[r]->size_bytes());
+    EXPECT_EQ(std::memcmp(expected[r].bytes.data(), results[r]->data(), expected[r].bytes.size()), 0)
+        << "result " << r << " differs from the interpreter";
+  }
+}
+
+/// out0 = x * s + row, out1 = x > row (one shape class), out2 = -row (another).
+struct TestGraph {
+  std::shared_ptr<HostData> x, row;
+  ir::NodePtr out0, out1, out2;
+  ir::Graph graph;
+  TestGraph(int64_t rows, int64_t cols, double s) {
+    x = floats({rows, cols}, -3.0f, 0.5f);
+    row = floats({cols}, 1.0f, -0.25f);
+    ir::NodePtr px = ir::make_parameter(x);
+    ir::NodePtr prow = ir::make_parameter(row);
+    out0 = ew(ir::OpKind::Add, {ew(ir::OpKind::Mul, {px, ir::make_scalar(Scalar(s), DType::Float32)}), prow});
+    out1 = ew(ir::OpKind::Gt, {px, prow});
+    out2 = ew(ir::OpKind::Neg, {prow});
+    const ir::Node* roots[] = {out0.get(), out1.get(), out2.get()};
+    graph = ir::build_graph(roots);
+  }
+};
+
+TEST(JitCompilerTest, CompilesAndRunsALoweredGraph) {
+  TestGraph g(3, 5, 1.5);
+  lowering::LoweredGraph lowered = lowering::lower_graph(g.graph);
+  ASSERT_EQ(lowered.kernels.size(), 2u);  // one per result shape
+  EXPECT_EQ(lowered.kernels[0].results, (std::vector<int>{0, 1}));
+  EXPECT_EQ(lowered.kernels[1].results, (std::vector<int>{2}));
+  absl::StatusOr<std::shared_ptr<const CompiledGraph>> code = jit().compile(std::move(lowered));
+  ASSERT_TRUE(code.ok()) << code.status();
+  ASSERT_EQ((*code)->kernels().size(), 2u);
+  for (size_t k = 0; k < 2; ++k) ASSERT_NE((*code)->function(k), nullptr);
+
+  std::vector<std::shared_ptr<HostData>> results = run(g.graph, **code);
+  const float* out0 = static_cast<const float*>(results[0]->data());
+  EXPECT_EQ(out0[0], -3.0f * 1.5f + 1.0f);
+  EXPECT_EQ(out0[14], (-3.0f + 0.5f * 14) * 1.5f + (1.0f - 0.25f * 4));
+  expect_matches_interpreter(g.graph, results);
+
+  // The same code over slices of the iteration space.
+  for (int64_t split : {1, 4, 7, 14}) {
+    SCOPED_TRACE(split);
+    expect_matches_interpreter(g.graph, run(g.graph, **code, split));
+  }
+}
+
+TEST(JitCompilerTest, CodeReadsSizesFromTheShapeTable) {
+  TestGraph small(3, 5, 1.5);
+  TestGraph large(40, 33, -0.75);
+  ASSERT_EQ(small.graph.key, large.graph.key);
+  absl::StatusOr<std::shared_ptr<const CompiledGraph>> code = jit().compile(lowering::lower_graph(small.graph));
+  ASSERT_TRUE(code.ok()) << code.status();
+  expect_matches_interpreter(small.graph, run(small.graph, **code));
+  expect_matches_interpreter(large.graph, run(large.graph, **code, 500));
+}
+
+/// A module holding one function `name` that the verifier accepts or rejects.
+lowering::LoweredGraph hand_module(const std::string& name, bool valid, const std::string& callee = "") {
+  lowering::LoweredGraph lowered;
+  lowered.context = std::make_unique<llvm::LLVMContext>();
+  lowered.module = std::make_unique<llvm::Module>("hand", *lowered.context);
+  llvm::LLVMContext& ctx = *lowered.context;
+  auto* ptr = llvm::PointerType::get(ctx, 0);
+  auto* i64 = llvm::Type::getInt64Ty(ctx);
+  auto* type = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr, ptr, i64, i64}, false);
+  auto* fn = llvm::Function::Create(type, llvm::Function::ExternalLinkage, name, *lowered.module);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
+  if (!callee.empty()) {
+    llvm::FunctionCallee f = lowered.module->getOrInsertFunction(callee, llvm::Type::getVoidTy(ctx));
+    b.CreateCall(f);
+  }
+  if (valid) b.CreateRetVoid();  // else: a block without a terminator
+  return lowered;
+}
+
+TEST(JitCompilerTest, InvalidIrIsAnError) {
+  lowering::LoweredGraph lowered = hand_module("bad_kernel", /*valid=*/false);
+  lowered.kernels.push_back({"bad_kernel", 0, {0}});
+  absl::StatusOr<std::shared_ptr<const CompiledGraph>> code = jit().compile(std::move(lowered));
+  ASSERT_FALSE(code.ok());
+  EXPECT_THAT(code.status().message(), HasSubstr("generated LLVM IR is invalid"));
+}
+
+TEST(JitCompilerTest, MissingKernelSymbolIsAnErrorAndTheJitStillWorks) {
+  lowering::LoweredGraph lowered = hand_module("present_kernel", /*valid=*/true);
+  lowered.kernels.push_back({"missing_kernel", 0, {0}});
+  absl::StatusOr<std::shared_ptr<const CompiledGraph>> code = jit().compile(std::move(lowered));
+  ASSERT_FALSE(code.ok());
+  EXPECT_THAT(code.status().message(), HasSubstr("compiling missing_kernel"));
+  EXPECT_THAT(code.status().message(), HasSubstr("missing_kernel"));
+
+  TestGraph g(2, 3, 2.0);
+  absl::StatusOr<std::shared_ptr<const CompiledGraph>> good = jit().compile(lowering::lower_graph(g.graph));
+  ASSERT_TRUE(good.ok()) << good.status();
+  expect_matches_interpreter(g.graph, run(g.graph, **good));
+}
+
+TEST(JitCompilerTest, UnresolvedExternalIsAnErrorNamingIt) {
+  lowering::LoweredGraph lowered = hand_module("calls_nothing", /*valid=*/true, "lazyjit_test_no_such_function");
+  lowered.kernels.push_back({"calls_nothing", 0, {0}});
+  absl::StatusOr<std::shared_ptr<const CompiledGraph>> code = jit().compile(std::move(lowered));
+  ASSERT_FALSE(code.ok());
+  EXPECT_THAT(code.status().message(), HasSubstr("lazyjit_test_no_such_function"));
+}
+
+TEST(JitCompilerTest, SameGraphCompiledTwiceIntoOneJit) {
+  // Symbols are named after the graph key; a second copy (e.g. after an eviction) must load.
+  TestGraph g(2, 3, 2.0);
+  absl::StatusOr<std::shared_ptr<const CompiledGraph>> first = jit().compile(lowering::lower_graph(g.graph));
+  ASSERT_TRUE(first.ok()) << first.status();
+  first->reset();  // frees the first copy's code, as an eviction does
+  absl::StatusOr<std::shared_ptr<const CompiledGraph>> second = jit().compile(lowering::lower_graph(g.graph));
+  ASSERT_TRUE(second.ok()) << second.status();
+  expect_matches_interpreter(g.graph, run(g.graph, **second));
+}
+
+// Regression: kernel symbols used to be named after the graph key alone, so a graph compiled
+// again while an earlier copy was still loaded (evicted while another thread ran it, then
+// requested again) collided with it in the one JITDylib.
+TEST(JitCompilerTest, SameGraphCompiledTwiceWhileTheFirstIsStillHeld) {
+  TestGraph g(2, 3, 2.0);
+  absl::StatusOr<std::shared_ptr<const CompiledGraph>> first = jit().compile(lowering::lower_graph(g.graph));
+  ASSERT_TRUE(first.ok()) << first.status();
+  absl::StatusOr<std::shared_ptr<const CompiledGraph>> second = jit().compile(lowering::lower_graph(g.graph));
+  ASSERT_TRUE(second.ok()) << second.status();
+  expect_matches_interpreter(g.graph, run(g.graph, **first));
+  expect_matches_interpreter(g.graph, run(g.graph, **second));
+}
+
+TEST(JitCompilerTest, AssemblyLeavesTheModuleAlone) {
+  TestGraph g(2, 3, 2.0);
+  lowering::LoweredGraph lowered = lowering::lower_graph(g.graph);
+  std::string before;
+  llvm::raw_string_ostream(before) << *lowered.module;
+  absl::StatusOr<std::string> assembly = jit().assembly(*lowered.module);
+  ASSERT_TRUE(assembly.ok()) << assembly.status();
+  EXPECT_THAT(*assembly, HasSubstr(lowered.kernels[0].symbol + ":"));
+  std::string after;
+  llvm::raw_string_ostream(after) << *lowered.module;
+  EXPECT_EQ(before, after);
+}
+
+TEST(JitCompilerTest, OptimizeVectorisesFloatLoops) {
+  TestGraph g(2, 3, 2.0);
+  lowering::LoweredGraph lowered = lowering::lower_graph(g.graph);
+  jit().optimize(*lowered.module);
+  std::string text;
+  llvm::raw_string_ostream(text) << *lowered.module;
+  EXPECT_THAT(text, HasSubstr(" x float>"));
+}
+
+}  // namespace
+}  // namespace lazyjit::codegen
