@@ -84,6 +84,7 @@ void BM_ew_transcendental_lazyjit(benchmark::State& s) {
   run_lazyjit(s, ew_transcendental_lazy, bench::ew_transcendental);
 }
 void BM_ew_transcendental_hand(benchmark::State& s) { run_hand(s, bench::ew_transcendental); }
+void BM_ew_transcendental_hand_fastmath(benchmark::State& s) { run_hand(s, bench::ew_transcendental_fastmath); }
 
 // Trace overhead: a 1000-op chain on 16 floats, traced, synced (cache hit) and run.
 Tensor trace_chain(const Tensor& x) {
@@ -140,5 +141,6 @@ LAZYJIT_BENCH(BM_ew_simple_hand, benchmark::kMicrosecond, 0.1)->Arg(1 << 16);
 LAZYJIT_BENCH(BM_ew_simple_hand_stream, benchmark::kMicrosecond, 0.1)->Arg(1 << 16);
 LAZYJIT_BENCH(BM_ew_transcendental_lazyjit, benchmark::kMillisecond, 0.3)->Arg(1 << 24);
 LAZYJIT_BENCH(BM_ew_transcendental_hand, benchmark::kMillisecond, 0.3)->Arg(1 << 24);
+LAZYJIT_BENCH(BM_ew_transcendental_hand_fastmath, benchmark::kMillisecond, 0.3)->Arg(1 << 24);
 LAZYJIT_BENCH(BM_trace_overhead_lazyjit, benchmark::kMicrosecond, 0.1);
 LAZYJIT_BENCH(BM_trace_overhead_hand, benchmark::kMicrosecond, 0.1);

@@ -42,21 +42,23 @@ class RatioReporter : public benchmark::ConsoleReporter {
     for (const auto& [key, lazy] : medians_) {
       auto pos = key.find("_lazyjit");
       if (pos == std::string::npos) continue;
-      std::string peer = key;
-      peer.replace(pos, 8, "_hand");
-      auto hand = medians_.find(peer);
-      if (hand == medians_.end()) continue;
-      if (!header) out << "\nmedian real time, lazyjit vs hand loop (" << bench::kHandThreads << " threads):\n";
-      header = true;
-      std::string workload = key.substr(0, pos) + key.substr(pos + 8);
-      if (workload.rfind("BM_", 0) == 0) workload.erase(0, 3);
-      double mult = benchmark::GetTimeUnitMultiplier(lazy.unit);
-      const char* unit = benchmark::GetTimeUnitString(lazy.unit);
-      char line[256];
-      std::snprintf(line, sizeof line, "ratio %s: lazyjit %.3g %s, hand %.3g %s -> %.2fx\n",
-                    workload.c_str(), lazy.seconds * mult, unit, hand->second.seconds * mult, unit,
-                    lazy.seconds / hand->second.seconds);
-      out << line;
+      for (const char* variant : {"hand", "hand_stream", "hand_fastmath"}) {
+        std::string peer = key;
+        peer.replace(pos + 1, 7, variant);
+        auto hand = medians_.find(peer);
+        if (hand == medians_.end()) continue;
+        if (!header) out << "\nmedian real time, lazyjit vs hand loops (" << bench::kHandThreads << " threads):\n";
+        header = true;
+        std::string workload = key.substr(0, pos) + key.substr(pos + 8);
+        if (workload.rfind("BM_", 0) == 0) workload.erase(0, 3);
+        double mult = benchmark::GetTimeUnitMultiplier(lazy.unit);
+        const char* unit = benchmark::GetTimeUnitString(lazy.unit);
+        char line[256];
+        std::snprintf(line, sizeof line, "ratio %s: lazyjit %.3g %s, %s %.3g %s -> %.2fx\n", workload.c_str(),
+                      lazy.seconds * mult, unit, variant, hand->second.seconds * mult, unit,
+                      lazy.seconds / hand->second.seconds);
+        out << line;
+      }
     }
     out.flush();
   }

@@ -16,6 +16,10 @@ void ew_simple_stream(const float* x, float* out, int64_t n);
 /// out[i] = sigmoid(x[i]) * tanhf(0.5f*x[i]+1) + x[i]*x[i], sigmoid(v) = 1/(1+expf(-v))
 void ew_transcendental(const float* x, float* out, int64_t n);
 
+/// ew_transcendental compiled with -ffast-math, so GCC calls libmvec's vector expf/tanhf:
+/// the fastest thing a C++ programmer can get from the compiler (and no longer IEEE-exact).
+void ew_transcendental_fastmath(const float* x, float* out, int64_t n);
+
 /// Ops in trace_peer: 1000 alternating `+= 1.0f` / `*= 0.999f`.
 inline constexpr int kTraceOps = 1000;
 inline constexpr int kTraceElems = 16;
