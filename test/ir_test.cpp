@@ -584,13 +584,13 @@ TEST(VerifierTest, WrongResultDtype) {
   auto bad = std::make_shared<Node>(OpKind::Add, DType::Int32, Shape{2, 3}, Node::Operands{x, y});
   absl::Status s = verify(graph_of({bad}));
   EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
-  EXPECT_EQ(s.message(), "verifier: %2 (add): has the wrong result dtype");
+  EXPECT_EQ(s.message(), "verifier: %2 (add): result dtype int32 should be float32");
 }
 
 TEST(VerifierTest, CompareMustGiveBool) {
   NodePtr x = param(DType::Float32, {2});
   auto bad = std::make_shared<Node>(OpKind::Lt, DType::Float32, Shape{2}, Node::Operands{x, x});
-  EXPECT_EQ(verify(graph_of({bad})).message(), "verifier: %1 (lt): has the wrong result dtype");
+  EXPECT_EQ(verify(graph_of({bad})).message(), "verifier: %1 (lt): result dtype float32 should be bool");
 }
 
 TEST(VerifierTest, OperandsOfDifferentDtypes) {
@@ -633,14 +633,14 @@ TEST(PrinterTest, SmallGraph) {
   NodePtr s = make_scalar(Scalar(1.5), DType::Float32);
   NodePtr mul = ew(OpKind::Mul, {x, s});
   const Graph g = graph_of({mul});
-  EXPECT_EQ(print_graph(g, /*with_key=*/false),
+  EXPECT_EQ(print_graph(g, {.with_key = false}),
             "graph {\n"
             "  %0 = parameter 0 : float32[4,8]\n"
             "  %1 = scalar 1.5 : float32[]\n"
             "  %2 = mul %0, %1 : float32[4,8]\n"
             "  return %2\n"
             "}\n");
-  EXPECT_EQ(print_graph(g), "// key " + g.key.to_hex() + "\n" + print_graph(g, false));
+  EXPECT_EQ(print_graph(g), "// key " + g.key.to_hex() + "\n" + print_graph(g, {.with_key = false}));
 }
 
 TEST(PrinterTest, CastsIntScalarsBoolScalarsAndSeveralRoots) {
@@ -650,7 +650,7 @@ TEST(PrinterTest, CastsIntScalarsBoolScalarsAndSeveralRoots) {
   NodePtr half = ew(OpKind::Div, {add, j});
   NodePtr b = ew(OpKind::LogicalAnd, {make_scalar(Scalar(true), DType::Bool), ew(OpKind::Lt, {i, j})});
   const Graph g = graph_of({half, b});
-  EXPECT_EQ(print_graph(g, false),
+  EXPECT_EQ(print_graph(g, {.with_key = false}),
             "graph {\n"
             "  %0 = parameter 0 : int32[3]\n"
             "  %1 = scalar 7 : int32[]\n"

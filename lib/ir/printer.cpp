@@ -2,6 +2,7 @@
 #include "ir/printer.h"
 
 #include "absl/container/flat_hash_map.h"
+#include "ir/dtype_dispatch.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
 
@@ -18,11 +19,29 @@ std::string scalar_string(const Node& node) {
   return fmt::format("{}", node.scalar().i);
 }
 
+void append_values(std::string& out, const Node& node) {
+  const BackendData& data = *node.data();
+  out += " = [";
+  dispatch_dtype(data.dtype(), [&]<class T>(T) {
+    using S = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
+    const S* p = static_cast<const S*>(data.data());
+    for (int64_t i = 0; i < data.numel(); ++i) {
+      if (i > 0) out += ", ";
+      if constexpr (std::is_same_v<T, bool>) {
+        out += p[i] ? "true" : "false";
+      } else {
+        fmt::format_to(std::back_inserter(out), "{}", p[i]);
+      }
+    }
+  });
+  out += "]";
+}
+
 }  // namespace
 
-std::string print_graph(const Graph& graph, bool with_key) {
+std::string print_graph(const Graph& graph, PrintOptions options) {
   std::string out;
-  if (with_key) fmt::format_to(std::back_inserter(out), "// key {}\n", graph.key.to_hex());
+  if (options.with_key) fmt::format_to(std::back_inserter(out), "// key {}\n", graph.key.to_hex());
   out += "graph {\n";
   absl::flat_hash_map<const Node*, size_t> index;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
@@ -36,7 +55,9 @@ std::string print_graph(const Graph& graph, bool with_key) {
       fmt::format_to(std::back_inserter(out), "{}%{}", sep, index.at(operand.get()));
       sep = ", ";
     }
-    fmt::format_to(std::back_inserter(out), " : {}\n", type_string(node));
+    fmt::format_to(std::back_inserter(out), " : {}", type_string(node));
+    if (options.with_values && node.op() == OpKind::Parameter) append_values(out, node);
+    out += "\n";
   }
   out += "  return";
   const char* sep = " ";

@@ -1,6 +1,6 @@
 // The text form of a graph (.ljir), one node per line:
 //   graph {
-//     %0 = parameter 0 : float32[4,8]
+//     %0 = parameter 0 : float32[4,8]          (with values: ... = [1, 2, ...])
 //     %1 = scalar 1.5 : float32[]
 //     %2 = mul %0, %1 : float32[4,8]
 //     return %2
@@ -13,7 +13,12 @@
 
 namespace lazyjit::ir {
 
-/// The graph as text; `with_key` adds a comment line with the graph key.
-std::string print_graph(const Graph& graph, bool with_key = true);
+struct PrintOptions {
+  bool with_key = true;    ///< a first comment line with the graph key
+  bool with_values = false;  ///< parameters' values, so the text can be run as it was
+};
+
+/// The graph as text; parse_graph (parser.h) reads it back to the same text and key.
+std::string print_graph(const Graph& graph, PrintOptions options = {});
 
 }  // namespace lazyjit::ir

@@ -11,4 +11,8 @@ namespace lazyjit::ir {
 /// The error names the node (%index and op) and what is wrong.
 absl::Status verify(const Graph& graph);
 
+/// The same checks for one node; the error says what is wrong ("has the wrong result
+/// dtype"), leaving the node's position and op to the caller.
+absl::Status verify_node(const Node& node);
+
 }  // namespace lazyjit::ir
