@@ -133,13 +133,20 @@ std::string JitCompiler::take_session_errors() {
   return std::exchange(session_errors_, std::string());
 }
 
-absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::compile(lowering::LoweredGraph lowered) {
+absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::compile(lowering::LoweredGraph lowered,
+                                                                          Artifacts* artifacts) {
   std::string verifier_errors;
   llvm::raw_string_ostream verifier_os(verifier_errors);
   if (llvm::verifyModule(*lowered.module, &verifier_os)) {
     return absl::InternalError(fmt::format("generated LLVM IR is invalid: {}", verifier_errors));
   }
   optimize(*lowered.module);
+  if (artifacts != nullptr) {
+    llvm::raw_string_ostream os(artifacts->optimized_ir);
+    lowered.module->print(os, nullptr);
+    absl::StatusOr<std::string> assembly = this->assembly(*lowered.module);
+    artifacts->assembly = assembly.ok() ? *std::move(assembly) : std::string(assembly.status().message());
+  }
 
   std::lock_guard lock(mutex_);
   // Symbols are named after the graph key; a graph evicted while a caller still runs it

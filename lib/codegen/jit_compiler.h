@@ -58,9 +58,17 @@ class JitCompiler {
   void optimize(llvm::Module& module);
   /// The module's assembly for the host CPU (the module is left as it was).
   absl::StatusOr<std::string> assembly(llvm::Module& module);
+  /// Text of a compile's intermediate forms, for dumps.
+  struct Artifacts {
+    std::string optimized_ir;
+    std::string assembly;
+  };
+
   /// Optimises `lowered`, compiles it into the JIT and resolves its kernels. Errors carry
-  /// LLVM's own text (missing symbols, verifier failures).
-  absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile(lowering::LoweredGraph lowered);
+  /// LLVM's own text (missing symbols, verifier failures). When `artifacts` is given it
+  /// receives the optimised IR and the assembly (an extra codegen pass: dumps only).
+  absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile(lowering::LoweredGraph lowered,
+                                                              Artifacts* artifacts = nullptr);
 
  private:
   JitCompiler() = default;

@@ -66,22 +66,39 @@ std::shared_ptr<const codegen::CompiledGraph> GraphExecutor::compiled(const ir::
   const ir::Hash128& target = compiler_.fingerprint();
   const uint64_t words[] = {graph.key.low, graph.key.high, target.low, target.high};
   const ir::Hash128 key = ir::hash_words(words);
-  auto result = cache_.get_or_compile(key, [&]() -> absl::StatusOr<codegen::CompileCache::Entry> {
-    const Clock::time_point start = Clock::now();
-    if (absl::Status status = ir::verify(graph); !status.ok()) return status;
-    auto code = compiler_.compile(lowering::lower_graph(graph));
-    if (!code.ok()) return code.status();
-    const int64_t ns = nanoseconds_since(start);
-    counters_.compiles.fetch_add(1, std::memory_order_relaxed);
-    counters_.compile_ns.fetch_add(ns, std::memory_order_relaxed);
-    LAZYJIT_LOG(info, "compiled graph {} ({} nodes, {} kernels) in {:.1f} ms", key.to_hex(), graph.nodes.size(),
-                (*code)->kernels().size(), ns / 1e6);
-    return code;
-  });
+  auto result = cache_.get_or_compile(key, [&] { return compile(graph); });
   if (!result.ok()) {
-    throw Error(fmt::format("compiling graph {}: {}", key.to_hex(), std::string(result.status().message())));
+    throw Error(fmt::format("compiling graph {}: {}", graph.key.to_hex(), std::string(result.status().message())));
   }
   return *std::move(result);
+}
+
+absl::StatusOr<codegen::CompileCache::Entry> GraphExecutor::compile(const ir::Graph& graph) {
+  const ir::Hash128& key = graph.key;  // names dumps and log lines as the .ljir's key comment does
+  const Clock::time_point start = Clock::now();
+  if (absl::Status status = ir::verify(graph); !status.ok()) return status;
+  const bool explain = logger().should_log(spdlog::level::info);
+  const std::string why = explain ? compile_log_.explain_and_record(graph) : std::string();
+
+  lowering::LoweredGraph lowered = lowering::lower_graph(graph);
+  codegen::JitCompiler::Artifacts artifacts;
+  if (dump_dir_.enabled()) {
+    dump_dir_.write(key, ".ljir", ir::print_graph(graph, {.with_key = true, .with_values = true}));
+    dump_dir_.write(key, ".ll", module_text(*lowered.module));
+  }
+  auto code = compiler_.compile(std::move(lowered), dump_dir_.enabled() ? &artifacts : nullptr);
+  if (!code.ok()) return code.status();
+  if (dump_dir_.enabled()) {
+    dump_dir_.write(key, ".opt.ll", artifacts.optimized_ir);
+    dump_dir_.write(key, ".s", artifacts.assembly);
+  }
+  const int64_t ns = nanoseconds_since(start);
+  counters_.compiles.fetch_add(1, std::memory_order_relaxed);
+  counters_.compile_ns.fetch_add(ns, std::memory_order_relaxed);
+  const size_t kernels = (*code)->kernels().size();
+  LAZYJIT_LOG(info, "compiled graph {} ({} nodes, {} kernel{}, {:.1f} ms): {}", key.to_hex(), graph.nodes.size(),
+              kernels, kernels == 1 ? "" : "s", ns / 1e6, why);
+  return code;
 }
 
 void GraphExecutor::execute(const ir::Graph& graph, const codegen::CompiledGraph& code,

@@ -10,6 +10,8 @@
 #include "codegen/jit_compiler.h"
 #include "lazyjit/runtime.h"
 #include "runtime/allocator.h"
+#include "runtime/compile_log.h"
+#include "runtime/dump_dir.h"
 #include "runtime/executor.h"
 #include "runtime/live_tensors.h"
 #include "runtime/tensor_impl.h"
@@ -28,9 +30,10 @@ struct RuntimeCounters {
 class GraphExecutor {
  public:
   GraphExecutor(codegen::JitCompiler& compiler, codegen::CompileCache& cache, Executor& executor,
-                CachingAllocator& allocator, LiveTensors& live, RuntimeCounters& counters)
+                CachingAllocator& allocator, LiveTensors& live, RuntimeCounters& counters,
+                DumpDir dump_dir = DumpDir(""))
       : compiler_(compiler), cache_(cache), executor_(executor), allocator_(allocator), live_(live),
-        counters_(counters) {}
+        counters_(counters), dump_dir_(std::move(dump_dir)) {}
 
   /// Materialises the pending tensors among `tensors` in one graph. Throws Error when the
   /// graph cannot be compiled.
@@ -42,6 +45,8 @@ class GraphExecutor {
 
  private:
   std::shared_ptr<const codegen::CompiledGraph> compiled(const ir::Graph& graph);
+  /// The cache-miss path: verify, explain, lower, dump, compile.
+  absl::StatusOr<codegen::CompileCache::Entry> compile(const ir::Graph& graph);
   void execute(const ir::Graph& graph, const codegen::CompiledGraph& compiled,
                const std::vector<std::shared_ptr<detail::TensorImpl>>& targets);
 
@@ -51,6 +56,8 @@ class GraphExecutor {
   CachingAllocator& allocator_;
   LiveTensors& live_;
   RuntimeCounters& counters_;
+  DumpDir dump_dir_;
+  CompileLog compile_log_;
 };
 
 }  // namespace lazyjit::runtime

@@ -34,7 +34,8 @@ Runtime::Runtime()
     : compiler_(create_compiler()),
       cache_(static_cast<size_t>(env_int("LAZYJIT_CACHE_SIZE", 1024))),
       executor_(static_cast<int>(env_int("LAZYJIT_NUM_THREADS", tbb::info::default_concurrency()))),
-      graph_executor_(*compiler_, cache_, executor_, allocator_, live_, counters_) {}
+      graph_executor_(*compiler_, cache_, executor_, allocator_, live_, counters_,
+                      DumpDir(std::getenv("LAZYJIT_DUMP_DIR") ? std::getenv("LAZYJIT_DUMP_DIR") : "")) {}
 
 Runtime& Runtime::get() {
   static Runtime* instance = new Runtime;  // leaked on purpose: see the class comment

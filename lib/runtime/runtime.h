@@ -9,7 +9,8 @@ namespace lazyjit::runtime {
 
 /// Owns the JIT, the compile cache, the thread pool, the allocator, the live-tensor set and
 /// the counters, and the GraphExecutor wired to them. Configured from the environment:
-/// LAZYJIT_NUM_THREADS (default: all cores), LAZYJIT_CACHE_SIZE (entries; default 1024).
+/// LAZYJIT_NUM_THREADS (default: all cores), LAZYJIT_CACHE_SIZE (entries; default 1024),
+/// LAZYJIT_DUMP_DIR (write every compiled graph there).
 /// Never destroyed, so tensors in static storage stay valid through exit.
 class Runtime {
  public:
