@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iterator>
+#include <limits>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -42,6 +44,7 @@ constexpr OpRow kOps[] = {
 struct Domain {
   double lo = -4, hi = 4;
   bool away_from_zero = false;
+  bool specials = false;  // every 7th element a special value: +-0, +-inf, NaN, extremes
 };
 Domain domain(OpKind op, int operand) {
   switch (op) {
@@ -51,6 +54,36 @@ Domain domain(OpKind op, int operand) {
     case OpKind::Exp: return {-20, 20};
     default: return {};
   }
+}
+
+/// Values where implementations part ways: signed zeros, infinities, NaN, extremes.
+template <class T>
+std::vector<T> special_values() {
+  using L = std::numeric_limits<T>;
+  if constexpr (std::is_same_v<T, bool>) {
+    return {false, true};
+  } else if constexpr (std::is_integral_v<T>) {
+    return {0, 1, -1, 2, L::min(), L::max(), T(L::min() + 1)};
+  } else {
+    return {T(0), -T(0), T(1), T(-1), T(0.5), L::infinity(), -L::infinity(), L::quiet_NaN(), L::max(),
+            L::denorm_min(), T(1e10), T(-3)};
+  }
+}
+
+size_t special_count(DType dtype) {
+  return ir::dispatch_dtype(dtype, []<class T>(T) { return special_values<T>().size(); });
+}
+
+/// A leaf whose elements are the special values of `dtype`, cycling.
+ir::NodePtr special_leaf(DType dtype, const ir::Shape& shape) {
+  auto buffer = std::make_shared<runtime::CpuBuffer>(runtime::Runtime::get().allocator(), dtype,
+                                                     std::vector<int64_t>(shape.begin(), shape.end()));
+  ir::dispatch_dtype(dtype, [&]<class T>(T) {
+    using S = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
+    const std::vector<T> values = special_values<T>();
+    for (int64_t i = 0; i < buffer->numel(); ++i) static_cast<S*>(buffer->data())[i] = values[i % values.size()];
+  });
+  return ir::make_parameter(std::move(buffer));
 }
 
 ir::NodePtr random_leaf(std::mt19937_64& rng, DType dtype, const ir::Shape& shape, Domain d) {
@@ -68,19 +101,30 @@ ir::NodePtr random_leaf(std::mt19937_64& rng, DType dtype, const ir::Shape& shap
         p[i] = v > 0;
       } else if constexpr (std::is_integral_v<T>) {
         p[i] = static_cast<T>(std::floor(v));
+        if (d.specials && i % 7 == 3) p[i] = special_values<T>()[(i / 7) % special_values<T>().size()];
       } else {
         p[i] = static_cast<T>(v);
+        if (d.specials && i % 7 == 3) p[i] = special_values<T>()[(i / 7) % special_values<T>().size()];
       }
     }
   });
   return ir::make_parameter(std::move(buffer));
 }
 
-/// Max error allowed between kernel and interpreter for a result of `dtype`.
-double tolerance(DType dtype, double reference) {
-  if (dtype == DType::Float32) return 2e-5 * (1 + std::abs(reference));
-  if (dtype == DType::Float64) return 1e-12 * (1 + std::abs(reference));
-  return 0;
+/// Whether a kernel's element matches the interpreter's: integers and bools bit for bit,
+/// floats within a few ulp-scale relative error, with NaN matching NaN and the sign of a zero
+/// (and of an infinity) exact.
+bool element_matches(const ir::HostTensor& got, const ir::HostTensor& want, int64_t i) {
+  if (!is_floating(want.dtype)) {
+    const size_t size = static_cast<size_t>(dtype_size(want.dtype));
+    return std::memcmp(got.bytes.data() + i * size, want.bytes.data() + i * size, size) == 0;
+  }
+  const double g = got.as_double(i), w = want.as_double(i);
+  if (std::isnan(g) || std::isnan(w)) return std::isnan(g) && std::isnan(w);
+  if (g == w) return std::signbit(g) == std::signbit(w);
+  if (std::isinf(g) || std::isinf(w)) return false;
+  const double tolerance = want.dtype == DType::Float32 ? 2e-5 : 1e-12;
+  return std::abs(g - w) <= tolerance * (1 + std::abs(w));
 }
 
 /// Runs `roots` through the runtime and the interpreter and compares every element.
@@ -101,12 +145,9 @@ void expect_matches_interpreter(const std::vector<ir::NodePtr>& roots, const std
     if (!actual.bytes.empty()) std::memcpy(actual.bytes.data(), data.data(), actual.bytes.size());
     int reported = 0;
     for (int64_t i = 0; i < actual.numel() && reported < 5; ++i) {
-      const double want = expected[k].as_double(i);
-      const double got = actual.as_double(i);
-      const bool both_nan = std::isnan(want) && std::isnan(got);
-      if (!both_nan && got != want && !(std::abs(got - want) <= tolerance(data.dtype(), want))) {
-        ADD_FAILURE() << context << " result " << k << " element " << i << ": kernel " << got << ", interpreter "
-                      << want;
+      if (!element_matches(actual, expected[k], i)) {
+        ADD_FAILURE() << context << " result " << k << " element " << i << ": kernel " << actual.as_double(i)
+                      << ", interpreter " << expected[k].as_double(i);
         ++reported;
       }
     }
@@ -158,6 +199,25 @@ TEST_P(OpTest, MatchesInterpreterForEveryDtypeAndShape) {
   }
 }
 
+/// The same ops on every pair of special values: operand 0 varies along dim 0, operand 1
+/// along dim 1 (a third, clamp's hi or where's b, is each special value in turn).
+TEST_P(OpTest, MatchesInterpreterOnSpecialValues) {
+  const OpRow row = GetParam();
+  for (DType dtype : kDTypes) {
+    const int64_t n = static_cast<int64_t>(special_count(dtype));
+    std::vector<ir::NodePtr> operands;
+    for (int i = 0; i < row.arity; ++i) {
+      const DType d = (row.op == OpKind::Where && i == 0) ? DType::Bool : dtype;
+      const int64_t nd = static_cast<int64_t>(special_count(d));
+      const ir::Shape shape = i == 0 ? ir::Shape{nd, 1, 1} : i == 1 ? ir::Shape{1, n, 1} : ir::Shape{1, 1, n};
+      operands.push_back(special_leaf(d, shape));
+    }
+    absl::StatusOr<ir::NodePtr> node = ir::make_elementwise(row.op, operands);
+    if (!node.ok()) continue;
+    expect_matches_interpreter({*node}, fmt::format("op {} dtype {} special values", row.name, dtype_name(dtype)));
+  }
+}
+
 std::vector<OpRow> elementwise_rows() {
   std::vector<OpRow> rows;
   for (const OpRow& row : kOps) {
@@ -174,7 +234,7 @@ TEST(Differential, CastBetweenEveryPairOfDtypes) {
   for (DType from : kDTypes) {
     for (DType to : kDTypes) {
       for (ir::Shape shape : {ir::Shape{}, ir::Shape{0}, ir::Shape{13}, ir::Shape{3, 70000}}) {
-        ir::NodePtr leaf = random_leaf(rng, from, shape, {-100, 100});
+        ir::NodePtr leaf = random_leaf(rng, from, shape, {-100, 100, false, /*specials=*/true});
         expect_matches_interpreter({ir::make_cast(leaf, to)},
                                    fmt::format("cast {} -> {} shape {}", dtype_name(from), dtype_name(to),
                                                ir::shape_to_string(shape)));

@@ -214,10 +214,10 @@ TEST(LiveTensorsTest, PendingTensorsAreLiveUntilMaterialisedOrDestroyed) {
   LiveTensors live;
   CachingAllocator allocator;
   auto leaf = ir::make_scalar(Scalar(1.0), DType::Float32);
-  auto a = std::make_shared<detail::TensorImpl>(leaf, live);
-  auto b = std::make_shared<detail::TensorImpl>(leaf, live);
+  auto a = detail::TensorImpl::create(leaf, live);
+  auto b = detail::TensorImpl::create(leaf, live);
   auto data = std::make_shared<CpuBuffer>(allocator, DType::Float32, std::vector<int64_t>{});
-  auto c = std::make_shared<detail::TensorImpl>(data, live);  // holds data: not live
+  auto c = detail::TensorImpl::create(data, live);  // holds data: not live
   EXPECT_EQ(live.size(), 2u);
   EXPECT_TRUE(a->pending());
   EXPECT_FALSE(c->pending());
@@ -227,7 +227,7 @@ TEST(LiveTensorsTest, PendingTensorsAreLiveUntilMaterialisedOrDestroyed) {
   EXPECT_EQ(snap[1], b);
   snap.clear();
 
-  a->set_data(data);
+  a->set_data(data, a->ir().get());
   EXPECT_FALSE(a->pending());
   EXPECT_EQ(live.size(), 1u);
   a->set_ir(leaf);  // an in-place update makes it pending again
@@ -259,12 +259,12 @@ class GraphExecutorTest : public ::testing::Test {
     auto data = std::make_shared<CpuBuffer>(allocator_, DType::Float32,
                                             std::vector<int64_t>{static_cast<int64_t>(values.size())});
     std::memcpy(data->data(), values.data(), values.size() * sizeof(float));
-    return std::make_shared<detail::TensorImpl>(data, live_);
+    return detail::TensorImpl::create(data, live_);
   }
   std::shared_ptr<detail::TensorImpl> pending(ir::OpKind op, std::vector<ir::NodePtr> operands) {
     absl::StatusOr<ir::NodePtr> node = ir::make_elementwise(op, operands);
     EXPECT_TRUE(node.ok()) << node.status();
-    return std::make_shared<detail::TensorImpl>(*node, live_);
+    return detail::TensorImpl::create(*node, live_);
   }
   static std::vector<float> values(const detail::TensorImpl& t) {
     EXPECT_FALSE(t.pending());

@@ -35,17 +35,21 @@ T int_pow(T base, T exponent) {
   return result;
 }
 
+/// IEEE 754-2019 maximum: NaN if either is NaN, and +0 is greater than -0.
 template <class T>
 T nan_max(T a, T b) {
   if constexpr (std::is_floating_point_v<T>) {
     if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
+    if (a == b) return std::signbit(a) ? b : a;
   }
   return a < b ? b : a;
 }
+/// IEEE 754-2019 minimum: NaN if either is NaN, and -0 is less than +0.
 template <class T>
 T nan_min(T a, T b) {
   if constexpr (std::is_floating_point_v<T>) {
     if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
+    if (a == b) return std::signbit(a) ? a : b;
   }
   return b < a ? b : a;
 }
@@ -115,11 +119,17 @@ bool apply_compare(OpKind op, T a, T b) {
   }
 }
 
-/// Conversion between compute types (to bool: != 0, so NaN is true).
+/// Conversion between compute types. To bool: != 0, so NaN is true. Float to integer
+/// saturates (NaN gives 0), as LLVM's fptosi.sat does, so every input has one result.
 template <class To, class From>
 To convert(From v) {
   if constexpr (std::is_same_v<To, bool>) {
     return v != From(0);
+  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+    if (std::isnan(v)) return 0;
+    if (v <= static_cast<From>(std::numeric_limits<To>::min())) return std::numeric_limits<To>::min();
+    if (v >= static_cast<From>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
+    return static_cast<To>(v);
   } else {
     return static_cast<To>(v);
   }

@@ -36,7 +36,7 @@ Value* emit_convert(IRBuilder<>& b, Value* v, DType from, DType to) {
   }
   if (from == DType::Bool) return is_floating(to) ? b.CreateUIToFP(v, type) : b.CreateZExt(v, type);
   if (is_floating(from) && is_floating(to)) return b.CreateFPCast(v, type);
-  if (is_floating(from)) return b.CreateFPToSI(v, type);
+  if (is_floating(from)) return b.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {type, v->getType()}, {v});
   if (is_floating(to)) return b.CreateSIToFP(v, type);
   return b.CreateSExtOrTrunc(v, type);
 }

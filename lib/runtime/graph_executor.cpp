@@ -41,6 +41,7 @@ void RuntimeCounters::reset() {
 
 void GraphExecutor::sync(std::vector<std::shared_ptr<detail::TensorImpl>> tensors) {
   std::vector<std::shared_ptr<detail::TensorImpl>> targets;
+  std::vector<ir::NodePtr> values;  // owns the graph: another thread may move a tensor on
   std::vector<const ir::Node*> roots;
   absl::flat_hash_set<const detail::TensorImpl*> seen;
   auto first_time = [&](const detail::TensorImpl* t) {  // a linear scan while few
@@ -48,10 +49,12 @@ void GraphExecutor::sync(std::vector<std::shared_ptr<detail::TensorImpl>> tensor
     return std::none_of(targets.begin(), targets.end(), [&](const auto& u) { return u.get() == t; });
   };
   for (auto& t : tensors) {
-    if (t && t->pending() && first_time(t.get())) {
-      roots.push_back(t->ir().get());
-      targets.push_back(std::move(t));
-    }
+    if (!t || !first_time(t.get())) continue;
+    ir::NodePtr value = t->ir();
+    if (value == nullptr) continue;  // already materialised
+    roots.push_back(value.get());
+    values.push_back(std::move(value));
+    targets.push_back(std::move(t));
   }
   if (targets.empty()) return;
   counters_.graphs_traced.fetch_add(1, std::memory_order_relaxed);
@@ -128,7 +131,8 @@ void GraphExecutor::execute(const ir::Graph& graph, const codegen::CompiledGraph
   counters_.execute_ns.fetch_add(nanoseconds_since(start), std::memory_order_relaxed);
   counters_.kernels_launched.fetch_add(static_cast<int64_t>(code.kernels().size()), std::memory_order_relaxed);
   counters_.graphs_executed.fetch_add(1, std::memory_order_relaxed);
-  for (size_t r = 0; r < num_results; ++r) targets[r]->set_data(std::move(outputs[r]));
+  // A tensor updated in place meanwhile (by another thread) keeps its newer IR.
+  for (size_t r = 0; r < num_results; ++r) targets[r]->set_data(std::move(outputs[r]), graph.nodes[graph.roots[r]]);
 }
 
 std::string GraphExecutor::dump(const std::vector<std::shared_ptr<detail::TensorImpl>>& tensors,

@@ -16,7 +16,7 @@ namespace {
 
 using ir::OpKind;
 
-const ir::NodePtr& value_of(const Tensor& t, OpKind op) {
+ir::NodePtr value_of(const Tensor& t, OpKind op) {
   if (!t.defined()) throw Error(fmt::format("{}: an operand is an undefined tensor", ir::op_name(op)));
   return t.impl()->ir_value();
 }

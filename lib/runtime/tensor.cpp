@@ -16,6 +16,15 @@ namespace {
 
 [[noreturn]] void fail(const absl::Status& status) { throw Error(std::string(status.message())); }
 
+/// The tensor's data, computing it first if needed; a reference, so the buffer stays valid
+/// while it is read even if another thread updates the tensor.
+BackendDataPtr materialized(const std::shared_ptr<detail::TensorImpl>& impl) {
+  for (;;) {
+    if (BackendDataPtr data = impl->data()) return data;
+    Runtime::get().graph_executor().sync({impl});
+  }
+}
+
 }  // namespace
 
 namespace detail {
@@ -23,7 +32,7 @@ namespace detail {
 /// A new pending tensor over `node` (used by every op).
 Tensor make_pending(ir::NodePtr node) {
   Runtime::get().counters().nodes_traced.fetch_add(1, std::memory_order_relaxed);
-  return Tensor(std::make_shared<TensorImpl>(std::move(node), Runtime::get().live()));
+  return Tensor(TensorImpl::create(std::move(node), Runtime::get().live()));
 }
 
 }  // namespace detail
@@ -39,7 +48,7 @@ Tensor Tensor::from_data(const void* data, int64_t count, DType dtype, std::vect
   auto buffer = std::make_shared<runtime::CpuBuffer>(rt.allocator(), dtype, std::move(shape));
   if (n > 0) std::memcpy(buffer->data(), data, static_cast<size_t>(buffer->size_bytes()));
   rt.counters().bytes_in.fetch_add(buffer->size_bytes(), std::memory_order_relaxed);
-  return Tensor(std::make_shared<detail::TensorImpl>(std::move(buffer), rt.live()));
+  return Tensor(detail::TensorImpl::create(std::move(buffer), rt.live()));
 }
 
 detail::TensorImpl& Tensor::checked_impl(const char* op) const {
@@ -68,8 +77,8 @@ void Tensor::copy_out(void* dst, DType requested) const {
                             dtype_name(impl.dtype()), dtype_name(requested)));
   }
   Runtime& rt = Runtime::get();
-  rt.graph_executor().sync({impl_});
-  const BackendData& data = *impl.data();
+  const BackendDataPtr held = materialized(impl_);
+  const BackendData& data = *held;
   if (data.numel() > 0) std::memcpy(dst, data.data(), static_cast<size_t>(data.size_bytes()));
   rt.counters().bytes_out.fetch_add(data.size_bytes(), std::memory_order_relaxed);
 }
@@ -80,8 +89,8 @@ Scalar Tensor::item_scalar() const {
     throw Error(fmt::format("item: tensor of shape {} has {} elements, not 1", ir::shape_to_string(impl.shape()),
                             ir::numel(impl.shape())));
   }
-  Runtime::get().graph_executor().sync({impl_});
-  const void* p = impl.data()->data();
+  const BackendDataPtr data = materialized(impl_);
+  const void* p = data->data();
   switch (impl.dtype()) {
     case DType::Bool: return Scalar(*static_cast<const uint8_t*>(p) != 0);
     case DType::Int32: return Scalar(*static_cast<const int32_t*>(p));

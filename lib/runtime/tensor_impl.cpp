@@ -6,37 +6,68 @@
 
 namespace lazyjit::detail {
 
-TensorImpl::TensorImpl(BackendDataPtr data, runtime::LiveTensors& live) : data_(std::move(data)), live_(live) {}
+std::shared_ptr<TensorImpl> TensorImpl::create(BackendDataPtr data, runtime::LiveTensors& live) {
+  auto t = std::make_shared<TensorImpl>(Private{}, data->dtype(), ir::Shape(data->shape().begin(), data->shape().end()),
+                                        live);
+  t->data_leaf_ = ir::make_parameter(data);
+  t->data_ = std::move(data);
+  return t;
+}
 
-TensorImpl::TensorImpl(ir::NodePtr ir, runtime::LiveTensors& live) : ir_(std::move(ir)), live_(live) {
-  live_.insert(this);
+std::shared_ptr<TensorImpl> TensorImpl::create(ir::NodePtr ir, runtime::LiveTensors& live) {
+  auto t = std::make_shared<TensorImpl>(Private{}, ir->dtype(), ir->shape(), live);
+  t->ir_ = std::move(ir);
+  live.insert(t.get());  // after make_shared: snapshot() relies on weak_from_this()
+  return t;
 }
 
 TensorImpl::~TensorImpl() { live_.erase(this); }
 
-std::span<const int64_t> TensorImpl::shape() const {
-  if (ir_) return ir_->shape();
-  return data_->shape();
+bool TensorImpl::pending() const {
+  Guard guard(lock_);
+  return ir_ != nullptr;
 }
 
-const ir::NodePtr& TensorImpl::ir_value() {
-  if (ir_) return ir_;
-  if (!data_leaf_) data_leaf_ = ir::make_parameter(data_);
-  return data_leaf_;
+ir::NodePtr TensorImpl::ir() const {
+  Guard guard(lock_);
+  return ir_;
 }
 
-void TensorImpl::set_data(BackendDataPtr data) {
-  data_ = std::move(data);
-  data_leaf_ = nullptr;
-  ir_ = nullptr;
-  live_.erase(this);
+BackendDataPtr TensorImpl::data() const {
+  Guard guard(lock_);
+  return data_;
+}
+
+ir::NodePtr TensorImpl::ir_value() const {
+  Guard guard(lock_);
+  return ir_ ? ir_ : data_leaf_;
+}
+
+bool TensorImpl::set_data(BackendDataPtr data, const ir::Node* computed) {
+  ir::NodePtr leaf = ir::make_parameter(data);
+  ir::NodePtr old_ir;  // released after the lock
+  {
+    Guard guard(lock_);
+    if (ir_.get() != computed) return false;
+    old_ir = std::move(ir_);
+    data_ = std::move(data);
+    data_leaf_ = std::move(leaf);
+    live_.erase(this);  // under the guard: a racing set_ir must not end pending but not live
+  }
+  return true;
 }
 
 void TensorImpl::set_ir(ir::NodePtr ir) {
-  ir_ = std::move(ir);
-  data_ = nullptr;
-  data_leaf_ = nullptr;
-  live_.insert(this);
+  ir::NodePtr old_ir;
+  BackendDataPtr old_data;
+  ir::NodePtr old_leaf;
+  {
+    Guard guard(lock_);
+    old_ir = std::exchange(ir_, std::move(ir));
+    old_data = std::move(data_);
+    old_leaf = std::move(data_leaf_);
+    live_.insert(this);
+  }
 }
 
 }  // namespace lazyjit::detail

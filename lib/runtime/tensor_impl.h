@@ -1,6 +1,7 @@
-// TensorImpl: what a Tensor handle points to: pending IR or device data, never both stale.
+// TensorImpl: what a Tensor handle points to: pending IR, or device data and its leaf.
 #pragma once
 
+#include <atomic>
 #include <memory>
 
 #include "ir/node.h"
@@ -12,38 +13,66 @@ class LiveTensors;
 
 namespace lazyjit::detail {
 
-/// A tensor's state. Pending: `ir()` is the value's IR, and the tensor is registered with the
-/// live-tensor set so mark_step() finds it. Materialised: `data()` holds the value and
-/// `ir_value()` is a Parameter leaf over it, created once so every use shares the leaf.
-/// Not thread-safe: one tensor must not be mutated concurrently with other uses.
+/// A tensor's state. Pending: `ir()` is its value's IR and the tensor is in the live-tensor
+/// set, so mark_step() finds it. Materialised: `data()` holds the value and `ir_value()` is a
+/// Parameter leaf over it, made once so every use shares one leaf. Shape and dtype never
+/// change (in-place updates keep both).
+///
+/// Thread-safe: the state is swapped under a small lock, readers get their own references,
+/// so another thread's mark_step() may materialise a tensor while this one reads it.
 class TensorImpl : public std::enable_shared_from_this<TensorImpl> {
+  struct Private {};
+
  public:
-  TensorImpl(BackendDataPtr data, runtime::LiveTensors& live);
-  TensorImpl(ir::NodePtr ir, runtime::LiveTensors& live);
+  static std::shared_ptr<TensorImpl> create(BackendDataPtr data, runtime::LiveTensors& live);
+  static std::shared_ptr<TensorImpl> create(ir::NodePtr ir, runtime::LiveTensors& live);
+  TensorImpl(Private, DType dtype, ir::Shape shape, runtime::LiveTensors& live)
+      : dtype_(dtype), shape_(std::move(shape)), live_(live) {}
   ~TensorImpl();
   TensorImpl(const TensorImpl&) = delete;
   TensorImpl& operator=(const TensorImpl&) = delete;
 
-  DType dtype() const { return ir_ ? ir_->dtype() : data_->dtype(); }
-  std::span<const int64_t> shape() const;
-  bool pending() const { return ir_ != nullptr; }
-  const ir::NodePtr& ir() const { return ir_; }
-  const BackendDataPtr& data() const { return data_; }
+  DType dtype() const { return dtype_; }
+  const ir::Shape& shape() const { return shape_; }
 
+  bool pending() const;
+  /// The pending IR, or null once materialised.
+  ir::NodePtr ir() const;
+  /// The data, or null while pending.
+  BackendDataPtr data() const;
   /// The IR value ops read: the pending IR, or the Parameter leaf over the data.
-  const ir::NodePtr& ir_value();
+  ir::NodePtr ir_value() const;
 
-  /// Materialised: holds `data` from now on (drops the IR, leaves the live set).
-  void set_data(BackendDataPtr data);
-  /// In-place update: the tensor keeps its identity and takes `ir` as its new value.
+  /// Materialised: takes `data` as its value if its IR is still `computed` (an in-place
+  /// update or another thread may have moved on); returns whether it did.
+  bool set_data(BackendDataPtr data, const ir::Node* computed);
+  /// In-place update: keeps its identity and takes `ir` (same shape and dtype) as its value.
   void set_ir(ir::NodePtr ir);
 
  private:
   friend class runtime::LiveTensors;
 
-  ir::NodePtr ir_;
-  BackendDataPtr data_;
-  ir::NodePtr data_leaf_;
+  /// A test-and-set lock: held for a few pointer copies and the live-set update.
+  class Guard {
+   public:
+    explicit Guard(std::atomic_flag& flag) : flag_(flag) {
+      while (flag_.test_and_set(std::memory_order_acquire)) flag_.wait(true, std::memory_order_relaxed);
+    }
+    ~Guard() {
+      flag_.clear(std::memory_order_release);
+      flag_.notify_one();
+    }
+
+   private:
+    std::atomic_flag& flag_;
+  };
+
+  const DType dtype_;
+  const ir::Shape shape_;
+  mutable std::atomic_flag lock_ = ATOMIC_FLAG_INIT;
+  ir::NodePtr ir_;         // pending value, or null
+  BackendDataPtr data_;    // materialised value, or null
+  ir::NodePtr data_leaf_;  // Parameter leaf over data_
   runtime::LiveTensors& live_;
   TensorImpl* live_prev_ = nullptr;  // intrusive links of the live set, guarded by its mutex
   TensorImpl* live_next_ = nullptr;
