@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <atomic>
 #include <thread>
 #include <vector>
 
@@ -229,7 +230,8 @@ TEST(ApiTest, WeakScalarPromotion) {
   EXPECT_EQ((i32 * 0.5).dtype(), DType::Float32);
   EXPECT_THAT((i32 * 0.5).to_vector<float>(), ElementsAre(0.5f, 1.0f));
   EXPECT_EQ((i32 + 1).dtype(), DType::Int32);
-  EXPECT_EQ((i32 + (int64_t{1} << 40)).dtype(), DType::Int32);  // a weak integer never widens
+  // A weak integer never widens the tensor; one that does not fit is an error, as in PyTorch.
+  EXPECT_EQ(error_of([&] { i32 + (int64_t{1} << 40); }), "add: scalar 1099511627776 does not fit int32");
   EXPECT_EQ((i64 + 1).dtype(), DType::Int64);
   EXPECT_EQ((i64 * 0.5).dtype(), DType::Float32);
   EXPECT_EQ((b + 1).dtype(), DType::Int64);
@@ -692,6 +694,20 @@ TEST(ApiErrorTest, HugeShapesAreRejectedWhenTraced) {
               HasSubstr("too many elements"));
 }
 
+TEST(ApiErrorTest, ScalarsMustFitTheirDtype) {
+  EXPECT_EQ(error_of([] { lazyjit::full({2}, 1e30, DType::Int64); }), "full: scalar 1e+30 does not fit int64");
+  EXPECT_EQ(error_of([] { lazyjit::full({2}, std::nan(""), DType::Int32); }), "full: scalar nan does not fit int32");
+  EXPECT_EQ(error_of([] { lazyjit::full({2}, 1e300, DType::Float32); }), "full: scalar 1e+300 does not fit float32");
+  EXPECT_EQ(error_of([] { lazyjit::full({2}, INFINITY, DType::Float32); }), "<no error>");
+  Tensor x = lazyjit::zeros({2});
+  EXPECT_EQ(error_of([&] { lazyjit::clamp(x, -1e39, 1.0); }), "clamp: scalar -1e+39 does not fit float32");
+  Tensor big = lazyjit::full({1}, 1e30);
+  EXPECT_EQ(error_of([&] { big.item<int64_t>(); }), "item: scalar 1.0000000150474662e+30 does not fit int64");
+  EXPECT_EQ(error_of([&] { big.item<float>(); }), "<no error>");
+  Tensor undefined;
+  EXPECT_EQ(error_of([&] { x += undefined; }), "add_: the other tensor is undefined");
+}
+
 TEST(ApiErrorTest, WhereConditionMustBeBool) {
   Tensor x = lazyjit::zeros({3});
   EXPECT_EQ(error_of([&] { lazyjit::where(x, x, x); }), "where: condition must be bool, got float32");
@@ -733,6 +749,37 @@ TEST(ApiErrorTest, CopyMustBroadcastToTheDestination) {
   EXPECT_EQ(error_of([&] { dst.copy_(lazyjit::zeros({5, 2, 3})); }),
             "copy_: source shape [5,2,3] cannot be broadcast to [2,3]");
   EXPECT_THAT(dst.to_vector<float>(), ElementsAre(0, 0, 0, 0, 0, 0));
+}
+
+}  // namespace
+
+namespace {
+
+// One thread runs mark_step() over everyone's live tensors while others trace, update in
+// place and read their own: every value read is right, nothing crashes (TSan runs this too).
+TEST(ApiThreadTest, MarkStepRacesWithOtherThreadsTensors) {
+  std::atomic<bool> stop{false};
+  std::atomic<int> wrong{0};
+  std::thread stepper([&] {
+    while (!stop) lazyjit::mark_step();
+  });
+  std::vector<std::thread> workers;
+  for (int w = 0; w < 3; ++w) {
+    workers.emplace_back([&, w] {
+      for (int i = 0; i < 400; ++i) {
+        Tensor x = Tensor::from_vector<float>(std::vector<float>(64, static_cast<float>(w)), {64});
+        Tensor y = x * 2.0 + 1.0;
+        Tensor before = y;  // another handle: sees the update
+        Tensor old = y * 1.0;  // computed from the old value: does not
+        y += 1.0;
+        if (before.to_vector<float>()[5] != 2.0f * w + 2 || old.to_vector<float>()[7] != 2.0f * w + 1) ++wrong;
+      }
+    });
+  }
+  for (auto& t : workers) t.join();
+  stop = true;
+  stepper.join();
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 }  // namespace

@@ -69,10 +69,11 @@ class Tensor {
   }
 
   /// The single element of a one-element tensor, converted to T as a C++ cast would.
-  /// Throws Error when numel() != 1.
+  /// Throws Error when numel() != 1 or the value does not fit T (1e30 as int64, NaN as int).
   template <class T>
   T item() const {
     Scalar s = item_scalar();
+    check_item_fits(s, dtype_of_v<T>);
     if constexpr (std::is_same_v<T, bool>) {
       return s.to_double() != 0.0;
     } else if constexpr (std::is_floating_point_v<T>) {
@@ -113,6 +114,7 @@ class Tensor {
   void copy_out(void* dst, DType requested) const;
   int64_t numel_for(const char* op) const;
   Scalar item_scalar() const;
+  static void check_item_fits(Scalar value, DType requested);
   detail::TensorImpl& checked_impl(const char* op) const;
 
   std::shared_ptr<detail::TensorImpl> impl_;

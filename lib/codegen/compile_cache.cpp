@@ -6,6 +6,7 @@ namespace lazyjit::codegen {
 absl::StatusOr<CompileCache::Entry> CompileCache::get_or_compile(const ir::Hash128& key, Compile compile) {
   std::promise<absl::StatusOr<Entry>> promise;
   Future future;
+  uint64_t generation = 0;
   {
     std::lock_guard lock(mutex_);
     auto it = slots_.find(key);
@@ -15,7 +16,8 @@ absl::StatusOr<CompileCache::Entry> CompileCache::get_or_compile(const ir::Hash1
       hits_.fetch_add(1, std::memory_order_relaxed);
     } else {
       lru_.push_front(key);
-      slots_.emplace(key, Slot{promise.get_future().share(), lru_.begin()});
+      generation = ++generations_;
+      slots_.emplace(key, Slot{promise.get_future().share(), lru_.begin(), generation});
       misses_.fetch_add(1, std::memory_order_relaxed);
       evict_locked();
     }
@@ -27,18 +29,18 @@ absl::StatusOr<CompileCache::Entry> CompileCache::get_or_compile(const ir::Hash1
     result = compile();
   } catch (...) {
     promise.set_exception(std::current_exception());  // waiters see the same failure
-    forget(key);
+    forget(key, generation);
     throw;
   }
   promise.set_value(result);
-  if (!result.ok()) forget(key);
+  if (!result.ok()) forget(key, generation);
   return result;
 }
 
-void CompileCache::forget(const ir::Hash128& key) {
+void CompileCache::forget(const ir::Hash128& key, uint64_t generation) {
   std::lock_guard lock(mutex_);
   auto it = slots_.find(key);
-  if (it != slots_.end()) {
+  if (it != slots_.end() && it->second.generation == generation) {
     lru_.erase(it->second.lru);
     slots_.erase(it);
   }

@@ -49,15 +49,18 @@ class CompileCache {
   struct Slot {
     Future future;
     std::list<ir::Hash128>::iterator lru;
+    uint64_t generation;  // which insertion of the key this is
   };
   void evict_locked();
-  /// Drops a failed compile's slot so the next caller compiles again.
-  void forget(const ir::Hash128& key);
+  /// Drops a failed compile's slot so the next caller compiles again; a newer slot for the
+  /// same key (the failed one was evicted meanwhile) is left alone.
+  void forget(const ir::Hash128& key, uint64_t generation);
 
   mutable std::mutex mutex_;
   absl::flat_hash_map<ir::Hash128, Slot> slots_;
   std::list<ir::Hash128> lru_;  // front: most recently used
   size_t capacity_;
+  uint64_t generations_ = 0;
   std::atomic<int64_t> hits_{0}, misses_{0}, evictions_{0};
 };
 

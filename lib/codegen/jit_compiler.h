@@ -10,7 +10,7 @@
 #include "llvm/ADT/IntrusiveRefCntPtr.h"
 #include "ir/hash.h"
 #include "llvm/IR/Module.h"
-#include "lowering/lower.h"
+#include "lowering/lowered_graph.h"
 
 namespace llvm {
 class TargetMachine;

@@ -2,8 +2,11 @@
 #include "ir/builder.h"
 
 #include <array>
+#include <cmath>
+#include <limits>
 
 #include "absl/status/status.h"
+#include "fmt/format.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
 #include "ir/types.h"
@@ -21,6 +24,26 @@ NodePtr make_scalar(ScalarValue value, DType dtype, Shape shape) {
   auto node = std::make_shared<Node>(OpKind::Scalar, dtype, std::move(shape), Node::Operands{});
   node->scalar_ = value;
   return node;
+}
+
+absl::Status check_scalar_fits(std::string_view op, Scalar value, DType dtype) {
+  auto fits = [&]<class T>() {
+    using L = std::numeric_limits<T>;
+    if (!value.is_floating()) return value.to_int64() >= L::lowest() && value.to_int64() <= L::max();
+    const double v = value.to_double();
+    if (std::isnan(v) || std::isinf(v)) return !std::is_integral_v<T>;
+    return v >= static_cast<double>(L::lowest()) && v <= static_cast<double>(L::max());
+  };
+  bool ok = true;
+  switch (dtype) {
+    case DType::Bool: case DType::Float64: break;
+    case DType::Int32: ok = fits.operator()<int32_t>(); break;
+    case DType::Int64: ok = fits.operator()<int64_t>(); break;
+    case DType::Float32: ok = fits.operator()<float>(); break;
+  }
+  if (ok) return absl::OkStatus();
+  const std::string text = value.is_floating() ? fmt::format("{}", value.to_double()) : fmt::format("{}", value.to_int64());
+  return absl::InvalidArgumentError(fmt::format("{}: scalar {} does not fit {}", op, text, dtype_name(dtype)));
 }
 
 ScalarValue scalar_value(Scalar value, DType dtype) {

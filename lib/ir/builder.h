@@ -13,7 +13,12 @@ namespace lazyjit::ir {
 NodePtr make_parameter(BackendDataPtr data);
 /// A leaf with a runtime value, splatted to `shape`.
 NodePtr make_scalar(ScalarValue value, DType dtype, Shape shape);
+/// Whether a user's number can become a `dtype` value: integers must be in range, floats
+/// finite and in range for an integer dtype, finite values in range for float32 (inf and
+/// NaN pass). Error: "add: scalar 3000000000 does not fit int32".
+absl::Status check_scalar_fits(std::string_view op, Scalar value, DType dtype);
 /// `value` converted to `dtype` (C++ conversion; to bool: != 0), as a Scalar leaf stores it.
+/// User values go through check_scalar_fits first.
 ScalarValue scalar_value(Scalar value, DType dtype);
 /// A rank-0 Scalar leaf holding `value` converted to `dtype`.
 NodePtr make_scalar(Scalar value, DType dtype);

@@ -38,13 +38,7 @@ class GraphBuilder {
   void finish(std::span<const Node* const> roots) {
     for (size_t r = 0; r < roots.size(); ++r) {
       graph_.roots.push_back(index_.at(roots[r]));
-      int shape_class = static_cast<int>(r);
-      for (size_t s = 0; s < r; ++s) {
-        if (roots[s]->shape() == roots[r]->shape()) {
-          shape_class = static_cast<int>(s);
-          break;
-        }
-      }
+      const int shape_class = first_root_with_shape_of(roots, r);
       graph_.root_shape_class.push_back(shape_class);
       words_.push_back(static_cast<uint64_t>(graph_.roots.back()) << 32 | static_cast<uint64_t>(shape_class));
     }
@@ -70,11 +64,22 @@ class GraphBuilder {
   }
 
   /// The slot of the node's buffer: a buffer read through two leaves is one parameter.
+  /// The index of the first root with the shape of root `r`: linear while few, then a map.
+  int first_root_with_shape_of(std::span<const Node* const> roots, size_t r) {
+    if (roots.size() <= kLinearSearchLimit) {
+      for (size_t s = 0; s < r; ++s) {
+        if (roots[s]->shape() == roots[r]->shape()) return static_cast<int>(s);
+      }
+      return static_cast<int>(r);
+    }
+    return first_root_of_shape_.try_emplace(roots[r]->shape(), static_cast<int>(r)).first->second;
+  }
+
   /// Few parameters (the common case) are searched linearly, many through a map.
   int parameter_slot(const Node* node) {
     const BackendData* buffer = node->data().get();
     const int next = static_cast<int>(graph_.parameters.size());
-    if (next < kLinearSearchLimit) {
+    if (next < static_cast<int>(kLinearSearchLimit)) {
       for (int s = 0; s < next; ++s) {
         if (graph_.parameters[s]->data().get() == buffer) return s;
       }
@@ -89,13 +94,14 @@ class GraphBuilder {
     return next;
   }
 
-  static constexpr int kLinearSearchLimit = 32;
+  static constexpr size_t kLinearSearchLimit = 32;
 
   Graph& graph_;
   absl::flat_hash_map<const Node*, int> index_;
   std::vector<uint64_t> words_;
   std::vector<std::pair<const Node*, size_t>> stack_;
   absl::flat_hash_map<const BackendData*, int> slot_of_buffer_;
+  absl::flat_hash_map<Shape, int> first_root_of_shape_;
 };
 
 }  // namespace

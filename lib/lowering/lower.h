@@ -6,18 +6,9 @@
 
 #include "ir/graph.h"
 #include "lazyjit/backend.h"
-#include "llvm/IR/LLVMContext.h"
-#include "llvm/IR/Module.h"
-#include "lowering/kernel_abi.h"
+#include "lowering/lowered_graph.h"
 
 namespace lazyjit::lowering {
-
-/// An LLVM module with one function per kernel, and how to launch them.
-struct LoweredGraph {
-  std::unique_ptr<llvm::LLVMContext> context;
-  std::unique_ptr<llvm::Module> module;
-  std::vector<KernelSpec> kernels;
-};
 
 /// Lowers a verified graph: plans kernels (fusion.h) and emits each loop nest (loop_nest.h).
 /// Symbols are named after the graph key, so one JIT can hold many graphs.

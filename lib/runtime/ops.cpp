@@ -21,9 +21,17 @@ ir::NodePtr value_of(const Tensor& t, OpKind op) {
   return t.impl()->ir_value();
 }
 
+void check_fits(std::string_view op, Scalar s, DType dtype) {
+  if (absl::Status status = ir::check_scalar_fits(op, s, dtype); !status.ok()) {
+    throw Error(std::string(status.message()));
+  }
+}
+
 /// A C++ number as an operand next to `like`: a weak scalar (see ir/types.h).
 ir::NodePtr scalar_like(Scalar s, const Tensor& like, OpKind op) {
-  return ir::make_scalar(s, ir::weak_scalar_dtype(s.kind(), value_of(like, op)->dtype()));
+  const DType dtype = ir::weak_scalar_dtype(s.kind(), value_of(like, op)->dtype());
+  check_fits(ir::op_name(op), s, dtype);
+  return ir::make_scalar(s, dtype);
 }
 
 Tensor trace(OpKind op, std::initializer_list<ir::NodePtr> operands) {
@@ -39,6 +47,7 @@ Tensor unary(OpKind op, const Tensor& a) { return trace(op, {value_of(a, op)}); 
 
 Tensor splat(const char* op, const std::vector<int64_t>& shape, Scalar value, DType dtype) {
   if (absl::Status status = ir::validate_dims(op, shape); !status.ok()) throw Error(std::string(status.message()));
+  check_fits(op, value, dtype);
   return detail::make_pending(
       ir::make_scalar(ir::scalar_value(value, dtype), dtype, ir::Shape(shape.begin(), shape.end())));
 }

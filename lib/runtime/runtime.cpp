@@ -1,6 +1,7 @@
 // The default runtime, the public metrics and materialisation entry points.
 #include "runtime/runtime.h"
 
+#include <cerrno>
 #include <cstdlib>
 #include <string>
 
@@ -11,12 +12,16 @@
 namespace lazyjit::runtime {
 namespace {
 
-int64_t env_int(const char* name, int64_t fallback) {
+/// A non-negative integer from the environment, at most `max`; `fallback` when unset.
+int64_t env_int(const char* name, int64_t fallback, int64_t max) {
   const char* text = std::getenv(name);
   if (text == nullptr || *text == '\0') return fallback;
   char* end = nullptr;
+  errno = 0;
   const long long value = std::strtoll(text, &end, 10);
-  if (*end != '\0' || value < 0) throw Error(fmt::format("{}={} is not a non-negative integer", name, text));
+  if (*end != '\0' || errno == ERANGE || value < 0 || value > max) {
+    throw Error(fmt::format("{}={} is not an integer from 0 to {}", name, text, max));
+  }
   return value;
 }
 
@@ -32,8 +37,8 @@ std::unique_ptr<codegen::JitCompiler> create_compiler() {
 
 Runtime::Runtime()
     : compiler_(create_compiler()),
-      cache_(static_cast<size_t>(env_int("LAZYJIT_CACHE_SIZE", 1024))),
-      executor_(static_cast<int>(env_int("LAZYJIT_NUM_THREADS", tbb::info::default_concurrency()))),
+      cache_(static_cast<size_t>(env_int("LAZYJIT_CACHE_SIZE", 1024, int64_t{1} << 30))),
+      executor_(static_cast<int>(env_int("LAZYJIT_NUM_THREADS", tbb::info::default_concurrency(), 4096))),
       graph_executor_(*compiler_, cache_, executor_, allocator_, live_, counters_,
                       DumpDir(std::getenv("LAZYJIT_DUMP_DIR") ? std::getenv("LAZYJIT_DUMP_DIR") : "")) {}
 

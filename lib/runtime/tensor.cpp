@@ -101,6 +101,10 @@ Scalar Tensor::item_scalar() const {
   return Scalar(0);
 }
 
+void Tensor::check_item_fits(Scalar value, DType requested) {
+  if (absl::Status status = ir::check_scalar_fits("item", value, requested); !status.ok()) fail(status);
+}
+
 Tensor Tensor::to(DType dtype) const {
   return detail::make_pending(ir::make_cast(checked_impl("to").ir_value(), dtype));
 }
@@ -126,10 +130,26 @@ Tensor& assign(Tensor& self, const Tensor& update, const char* op) {
 
 }  // namespace
 
-Tensor& Tensor::operator+=(const Tensor& other) { checked_impl("add_"); return assign(*this, *this + other, "add_"); }
-Tensor& Tensor::operator-=(const Tensor& other) { checked_impl("sub_"); return assign(*this, *this - other, "sub_"); }
-Tensor& Tensor::operator*=(const Tensor& other) { checked_impl("mul_"); return assign(*this, *this * other, "mul_"); }
-Tensor& Tensor::operator/=(const Tensor& other) { checked_impl("div_"); return assign(*this, *this / other, "div_"); }
+Tensor& Tensor::operator+=(const Tensor& other) {
+  checked_impl("add_");
+  if (!other.defined()) throw Error("add_: the other tensor is undefined");
+  return assign(*this, *this + other, "add_");
+}
+Tensor& Tensor::operator-=(const Tensor& other) {
+  checked_impl("sub_");
+  if (!other.defined()) throw Error("sub_: the other tensor is undefined");
+  return assign(*this, *this - other, "sub_");
+}
+Tensor& Tensor::operator*=(const Tensor& other) {
+  checked_impl("mul_");
+  if (!other.defined()) throw Error("mul_: the other tensor is undefined");
+  return assign(*this, *this * other, "mul_");
+}
+Tensor& Tensor::operator/=(const Tensor& other) {
+  checked_impl("div_");
+  if (!other.defined()) throw Error("div_: the other tensor is undefined");
+  return assign(*this, *this / other, "div_");
+}
 Tensor& Tensor::operator+=(Scalar other) { checked_impl("add_"); return assign(*this, *this + other, "add_"); }
 Tensor& Tensor::operator-=(Scalar other) { checked_impl("sub_"); return assign(*this, *this - other, "sub_"); }
 Tensor& Tensor::operator*=(Scalar other) { checked_impl("mul_"); return assign(*this, *this * other, "mul_"); }
