@@ -52,7 +52,11 @@ class GraphBuilder {
     graph_.nodes.push_back(node);
     words_.push_back(node->signature());
     words_.push_back(node->unit_dims());
-    for (const NodePtr& operand : node->operands()) words_.push_back(index_.at(operand.get()));
+    absl::InlinedVector<int, 3>& operands = graph_.operands.emplace_back();
+    for (const NodePtr& operand : node->operands()) {
+      operands.push_back(index_.at(operand.get()));
+      words_.push_back(operands.back());
+    }
     int slot = -1;
     if (node->op() == OpKind::Parameter) {
       slot = parameter_slot(node);

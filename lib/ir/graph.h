@@ -4,6 +4,7 @@
 #include <span>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "ir/hash.h"
 #include "ir/node.h"
 
@@ -12,6 +13,7 @@ namespace lazyjit::ir {
 /// A DAG ready to lower or interpret. Nodes are borrowed: the caller keeps the roots alive.
 struct Graph {
   std::vector<const Node*> nodes;    ///< post-order: operands before users
+  std::vector<absl::InlinedVector<int, 3>> operands;  ///< per node: its operands' indices
   std::vector<int> roots;            ///< node index of each result, in order; may repeat
   std::vector<int> parameter_slot;   ///< per node: its parameter slot (Parameter leaves), else -1
   std::vector<const Node*> parameters;  ///< one Parameter node per distinct buffer, in slot order

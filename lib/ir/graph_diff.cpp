@@ -3,7 +3,6 @@
 
 #include "fmt/format.h"
 #include "fmt/ranges.h"
-#include "absl/container/flat_hash_map.h"
 
 namespace lazyjit::ir {
 namespace {
@@ -50,14 +49,10 @@ std::string what_differs(const GraphSignature::Entry& a, const GraphSignature::E
 
 GraphSignature signature_of(const Graph& graph) {
   GraphSignature s{graph.key, {}, graph.roots, graph.root_shape_class};
-  absl::flat_hash_map<const Node*, int> index;
   s.nodes.reserve(graph.nodes.size());
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const Node& node = *graph.nodes[i];
-    index[&node] = static_cast<int>(i);
-    GraphSignature::Entry e{node.op(), node.dtype(), node.rank(), node.unit_dims(), {}, graph.parameter_slot[i]};
-    for (const NodePtr& operand : node.operands()) e.operands.push_back(index.at(operand.get()));
-    s.nodes.push_back(std::move(e));
+    s.nodes.push_back({node.op(), node.dtype(), node.rank(), node.unit_dims(), graph.operands[i], graph.parameter_slot[i]});
   }
   return s;
 }

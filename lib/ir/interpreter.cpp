@@ -3,7 +3,6 @@
 
 #include <cstring>
 
-#include "absl/container/flat_hash_map.h"
 #include "ir/dtype_dispatch.h"
 #include "ir/scalar_semantics.h"
 
@@ -133,17 +132,15 @@ double HostTensor::as_double(int64_t i) const {
 }
 
 std::vector<HostTensor> interpret(const Graph& graph) {
-  absl::flat_hash_map<const Node*, size_t> index;
   std::vector<HostTensor> values(graph.nodes.size());
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const Node& node = *graph.nodes[i];
-    index[&node] = i;
     if (op_info(node.op()).kind == LoweringKind::Leaf) {
       values[i] = eval_leaf(node);
       continue;
     }
     std::vector<const HostTensor*> args;
-    for (const NodePtr& operand : node.operands()) args.push_back(&values[index.at(operand.get())]);
+    for (int operand : graph.operands[i]) args.push_back(&values[operand]);
     values[i] = eval_elementwise(node, args);
   }
   std::vector<HostTensor> results;

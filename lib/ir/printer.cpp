@@ -1,7 +1,6 @@
 // Printing graphs as text.
 #include "ir/printer.h"
 
-#include "absl/container/flat_hash_map.h"
 #include "ir/dtype_dispatch.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
@@ -43,16 +42,14 @@ std::string print_graph(const Graph& graph, PrintOptions options) {
   std::string out;
   if (options.with_key) fmt::format_to(std::back_inserter(out), "// key {}\n", graph.key.to_hex());
   out += "graph {\n";
-  absl::flat_hash_map<const Node*, size_t> index;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const Node& node = *graph.nodes[i];
-    index[&node] = i;
     fmt::format_to(std::back_inserter(out), "  %{} = {}", i, op_name(node.op()));
     if (node.op() == OpKind::Parameter) fmt::format_to(std::back_inserter(out), " {}", graph.parameter_slot[i]);
     if (node.op() == OpKind::Scalar) fmt::format_to(std::back_inserter(out), " {}", scalar_string(node));
     const char* sep = " ";
-    for (const NodePtr& operand : node.operands()) {
-      fmt::format_to(std::back_inserter(out), "{}%{}", sep, index.at(operand.get()));
+    for (int operand : graph.operands[i]) {
+      fmt::format_to(std::back_inserter(out), "{}%{}", sep, operand);
       sep = ", ";
     }
     fmt::format_to(std::back_inserter(out), " : {}", type_string(node));

@@ -1,7 +1,6 @@
 // Loop-nest emission: dim collapsing, the row/inner loop pair and the fused element body.
 #include "lowering/loop_nest.h"
 
-#include "absl/container/flat_hash_map.h"
 #include "llvm/IR/IRBuilder.h"
 #include "lowering/elementwise.h"
 
@@ -56,11 +55,9 @@ IndexPlan plan_indexing(const ir::Graph& graph, const std::vector<bool>& needed,
 std::vector<bool> needed_nodes(const ir::Graph& graph, const KernelSpec& spec) {
   std::vector<bool> needed(graph.nodes.size(), false);
   for (int r : spec.results) needed[graph.roots[r]] = true;
-  absl::flat_hash_map<const ir::Node*, int> index;
-  for (size_t i = 0; i < graph.nodes.size(); ++i) index[graph.nodes[i]] = i;
   for (size_t i = graph.nodes.size(); i-- > 0;) {
     if (!needed[i]) continue;
-    for (const ir::NodePtr& operand : graph.nodes[i]->operands()) needed[index.at(operand.get())] = true;
+    for (int operand : graph.operands[i]) needed[operand] = true;
   }
   return needed;
 }
@@ -70,9 +67,8 @@ class KernelEmitter {
   KernelEmitter(llvm::Module& module, const ir::Graph& graph, const KernelSpec& spec)
       : module_(module), ctx_(module.getContext()), graph_(graph), spec_(spec), b_(ctx_),
         needed_(needed_nodes(graph, spec)),
-        plan_(plan_indexing(graph, needed_, *graph.nodes[graph.roots[spec.iteration_result]])) {
-    for (size_t i = 0; i < graph.nodes.size(); ++i) index_[graph.nodes[i]] = i;
-  }
+        plan_(plan_indexing(graph, needed_, *graph.nodes[graph.roots[spec.iteration_result]])),
+        values_(graph.nodes.size(), nullptr) {}
 
   void emit() {
     llvm::Function* body = emit_body();
@@ -233,13 +229,13 @@ class KernelEmitter {
       const ir::Node& node = *graph_.nodes[i];
       if (!needed_[i] || ir::op_info(node.op()).kind == ir::LoweringKind::Leaf) continue;
       std::vector<Value*> args;
-      for (const ir::NodePtr& operand : node.operands()) args.push_back(values_.at(index_.at(operand.get())));
+      for (int operand : graph_.operands[i]) args.push_back(values_[operand]);
       values_[i] = emit_elementwise(b_, node, args);
     }
     Value* out_index = b_.CreateAdd(base, j, "out");
     for (int r : spec_.results) {
       const ir::Node& root = *graph_.nodes[graph_.roots[r]];
-      Value* value = values_.at(graph_.roots[r]);
+      Value* value = values_[graph_.roots[r]];
       if (root.dtype() == DType::Bool) value = b_.CreateZExt(value, b_.getInt8Ty());
       llvm::Type* type = storage_type(ctx_, root.dtype());
       Value* out = arg(static_cast<int>(graph_.parameters.size()) + r);
@@ -262,13 +258,12 @@ class KernelEmitter {
   IRBuilder<> b_;
   std::vector<bool> needed_;
   IndexPlan plan_;
-  absl::flat_hash_map<const ir::Node*, int> index_;
   llvm::Function* fn_ = nullptr;
   std::vector<Value*> sizes_;
   Value* inner_ = nullptr;
   std::vector<std::vector<Value*>> strides_;
   std::vector<Value*> row_offsets_;
-  absl::flat_hash_map<int, Value*> values_;
+  std::vector<Value*> values_;  // per node: its value in the element being computed
 };
 
 }  // namespace
