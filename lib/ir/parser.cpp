@@ -196,14 +196,16 @@ class Parser {
     const Token start = token_;
     if (!accept_punct(']')) {
       do {
+        const Token dim_token = token_;
         absl::StatusOr<int64_t> dim = integer("a dim size");
         if (!dim.ok()) return dim.status();
+        if (*dim < 0) return error_at(dim_token, fmt::format("dims must not be negative, got {}", *dim));
         shape.push_back(*dim);
         if (shape.size() > kMaxRank) return error_at(start, fmt::format("rank past the maximum of {}", kMaxRank));
       } while (accept_punct(','));
       if (auto s = expect_punct(']', "',' or ']' in the shape"); !s.ok()) return s;
     }
-    if (absl::Status s = validate_dims("shape", shape); !s.ok()) return error_at(start, std::string(s.message()));
+    if (absl::Status s = validate_dims("type", shape); !s.ok()) return error_at(start, std::string(s.message()));
     return std::make_pair(*dtype, std::move(shape));
   }
 
@@ -242,10 +244,13 @@ class Parser {
   }
 
   absl::StatusOr<NodePtr> parameter() {
+    const Token slot_token = token_;
     absl::StatusOr<int64_t> slot = integer("a parameter slot");
     if (!slot.ok()) return slot.status();
     const int64_t next = static_cast<int64_t>(graph_.parameters.size());
-    if (*slot > next || *slot < 0) return error(fmt::format("expected parameter slot {} or less", next));
+    if (*slot > next || *slot < 0) {
+      return error_at(slot_token, fmt::format("expected parameter slot {} or less (slots are numbered in order)", next));
+    }
     if (auto s = expect_punct(':', "':' before the type"); !s.ok()) return s;
     const Token type_token = token_;
     auto t = type();
