@@ -375,7 +375,7 @@ struct TestGraph {
     out0 = ew(ir::OpKind::Add, {ew(ir::OpKind::Mul, {px, ir::make_scalar(Scalar(s), DType::Float32)}), prow});
     out1 = ew(ir::OpKind::Gt, {px, prow});
     out2 = ew(ir::OpKind::Neg, {prow});
-    const ir::Node* roots[] = {out0.get(), out1.get(), out2.get()};
+    const ir::NodePtr roots[] = {out0, out1, out2};
     graph = ir::build_graph(roots);
   }
 };

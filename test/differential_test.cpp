@@ -129,9 +129,7 @@ bool element_matches(const ir::HostTensor& got, const ir::HostTensor& want, int6
 
 /// Runs `roots` through the runtime and the interpreter and compares every element.
 void expect_matches_interpreter(const std::vector<ir::NodePtr>& roots, const std::string& context) {
-  std::vector<const ir::Node*> raw;
-  for (const auto& r : roots) raw.push_back(r.get());
-  const std::vector<ir::HostTensor> expected = ir::interpret(ir::build_graph(raw));
+  const std::vector<ir::HostTensor> expected = ir::interpret(ir::build_graph(roots));
 
   std::vector<Tensor> tensors;
   for (const auto& r : roots) tensors.push_back(detail::make_pending(r));

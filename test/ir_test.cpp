@@ -74,9 +74,7 @@ std::string ew_error(OpKind op, std::vector<NodePtr> operands) {
 }
 
 Graph graph_of(std::vector<NodePtr> roots) {
-  std::vector<const Node*> raw;
-  for (const NodePtr& r : roots) raw.push_back(r.get());
-  return build_graph(raw);
+  return build_graph(roots);
 }
 
 Hash128 key_of(std::vector<NodePtr> roots) { return graph_of(std::move(roots)).key; }

@@ -55,15 +55,12 @@ std::vector<NodePtr> random_graph(uint64_t seed) {
 }
 
 Graph graph_of(const std::vector<NodePtr>& roots) {
-  std::vector<const Node*> raw;
-  for (const auto& r : roots) raw.push_back(r.get());
-  return build_graph(raw);
+  return build_graph(roots);
 }
 
 TEST(ParserTest, PrintParsePrintIsTheSameTextAndKey) {
   for (uint64_t seed = 1; seed <= 200; ++seed) {
-    const std::vector<NodePtr> roots = random_graph(seed);  // the graph borrows its nodes
-    const Graph original = graph_of(roots);
+    const Graph original = graph_of(random_graph(seed));
     const std::string text = print_graph(original, {.with_key = true, .with_values = true});
     absl::StatusOr<ParsedGraph> parsed = parse_graph(text);
     ASSERT_TRUE(parsed.ok()) << "seed " << seed << ": " << parsed.status() << "\n" << text;
@@ -111,8 +108,7 @@ TEST(ParserTest, ErrorsNameLineColumnAndWhatWasExpected) {
 TEST(ParserTest, FuzzedTextNeverCrashes) {
   std::vector<std::string> seeds;
   for (uint64_t s = 1; s <= 20; ++s) {
-    const std::vector<NodePtr> roots = random_graph(s);
-    seeds.push_back(print_graph(graph_of(roots), {.with_values = true}));
+    seeds.push_back(print_graph(graph_of(random_graph(s)), {.with_values = true}));
   }
   constexpr std::string_view kAlphabet = "%=:,[]{}()0123456789-+.e \n/abcdefghijklmnopqrstuvwxyz";
   std::mt19937_64 rng(0xf022);

@@ -144,9 +144,7 @@ int run(const Options& options) {
     if (!g.ok()) fail(fmt::format("{}: {}", options.path == "-" ? "<stdin>" : options.path, std::string(g.status().message())));
     return *std::move(g);
   }();
-  std::vector<const ir::Node*> roots;
-  for (const auto& r : parsed.roots) roots.push_back(r.get());
-  const ir::Graph graph = ir::build_graph(roots);
+  const ir::Graph graph = ir::build_graph(parsed.roots);
   if (absl::Status s = ir::verify(graph); !s.ok()) fail(std::string(s.message()));
 
   if (options.run) {

@@ -35,9 +35,9 @@ class GraphBuilder {
     }
   }
 
-  void finish(std::span<const Node* const> roots) {
+  void finish(std::span<const NodePtr> roots) {
     for (size_t r = 0; r < roots.size(); ++r) {
-      graph_.roots.push_back(index_.at(roots[r]));
+      graph_.roots.push_back(index_.at(roots[r].get()));
       const int shape_class = first_root_with_shape_of(roots, r);
       graph_.root_shape_class.push_back(shape_class);
       words_.push_back(static_cast<uint64_t>(graph_.roots.back()) << 32 | static_cast<uint64_t>(shape_class));
@@ -69,7 +69,7 @@ class GraphBuilder {
 
   /// The slot of the node's buffer: a buffer read through two leaves is one parameter.
   /// The index of the first root with the shape of root `r`: linear while few, then a map.
-  int first_root_with_shape_of(std::span<const Node* const> roots, size_t r) {
+  int first_root_with_shape_of(std::span<const NodePtr> roots, size_t r) {
     if (roots.size() <= kLinearSearchLimit) {
       for (size_t s = 0; s < r; ++s) {
         if (roots[s]->shape() == roots[r]->shape()) return static_cast<int>(s);
@@ -110,12 +110,13 @@ class GraphBuilder {
 
 }  // namespace
 
-Graph build_graph(std::span<const Node* const> roots) {
+Graph build_graph(std::span<const NodePtr> roots) {
   Graph graph;
+  graph.owned_roots.assign(roots.begin(), roots.end());
   size_t size_hint = 0;
-  for (const Node* root : roots) size_hint += root->size_bound();
+  for (const NodePtr& root : roots) size_hint += root->size_bound();
   GraphBuilder builder(graph, std::min<size_t>(size_hint, 1 << 16));
-  for (const Node* root : roots) builder.visit(root);
+  for (const NodePtr& root : roots) builder.visit(root.get());
   builder.finish(roots);
   return graph;
 }

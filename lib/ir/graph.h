@@ -10,8 +10,10 @@
 
 namespace lazyjit::ir {
 
-/// A DAG ready to lower or interpret. Nodes are borrowed: the caller keeps the roots alive.
+/// A DAG ready to lower or interpret. It holds its roots, so the nodes stay alive as long
+/// as it does.
 struct Graph {
+  std::vector<NodePtr> owned_roots;  ///< the roots given to build_graph: keep the DAG alive
   std::vector<const Node*> nodes;    ///< post-order: operands before users
   std::vector<absl::InlinedVector<int, 3>> operands;  ///< per node: its operands' indices
   std::vector<int> roots;            ///< node index of each result, in order; may repeat
@@ -28,6 +30,6 @@ struct Graph {
 };
 
 /// Collects the nodes reachable from `roots` in post-order and computes the key.
-Graph build_graph(std::span<const Node* const> roots);
+Graph build_graph(std::span<const NodePtr> roots);
 
 }  // namespace lazyjit::ir

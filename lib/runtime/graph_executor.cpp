@@ -41,8 +41,7 @@ void RuntimeCounters::reset() {
 
 void GraphExecutor::sync(std::vector<std::shared_ptr<detail::TensorImpl>> tensors) {
   std::vector<std::shared_ptr<detail::TensorImpl>> targets;
-  std::vector<ir::NodePtr> values;  // owns the graph: another thread may move a tensor on
-  std::vector<const ir::Node*> roots;
+  std::vector<ir::NodePtr> roots;  // taken now: another thread may move a tensor on
   absl::flat_hash_set<const detail::TensorImpl*> seen;
   auto first_time = [&](const detail::TensorImpl* t) {  // a linear scan while few
     if (tensors.size() > 8) return seen.insert(t).second;
@@ -52,8 +51,7 @@ void GraphExecutor::sync(std::vector<std::shared_ptr<detail::TensorImpl>> tensor
     if (!t || !first_time(t.get())) continue;
     ir::NodePtr value = t->ir();
     if (value == nullptr) continue;  // already materialised
-    roots.push_back(value.get());
-    values.push_back(std::move(value));
+    roots.push_back(std::move(value));
     targets.push_back(std::move(t));
   }
   if (targets.empty()) return;
@@ -137,12 +135,10 @@ void GraphExecutor::execute(const ir::Graph& graph, const codegen::CompiledGraph
 
 std::string GraphExecutor::dump(const std::vector<std::shared_ptr<detail::TensorImpl>>& tensors,
                                 DumpFormat format) {
-  std::vector<ir::NodePtr> values;  // keeps the data leaves alive while the graph borrows them
-  std::vector<const ir::Node*> roots;
+  std::vector<ir::NodePtr> roots;
   for (const auto& t : tensors) {
     if (!t) throw Error("dump: a tensor is undefined");
-    values.push_back(t->ir_value());
-    roots.push_back(values.back().get());
+    roots.push_back(t->ir_value());
   }
   const ir::Graph graph = ir::build_graph(roots);
   if (format == DumpFormat::LazyIr) return ir::print_graph(graph);
