@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <memory>
+#include <thread>
 
 #include "ir/node.h"
 #include "lazyjit/backend.h"
@@ -52,16 +53,16 @@ class TensorImpl : public std::enable_shared_from_this<TensorImpl> {
  private:
   friend class runtime::LiveTensors;
 
-  /// A test-and-set lock: held for a few pointer copies and the live-set update.
+  /// A test-and-set spin lock: held for a few pointer copies and the live-set update, and
+  /// contended only when another thread's mark_step() meets this tensor.
   class Guard {
    public:
     explicit Guard(std::atomic_flag& flag) : flag_(flag) {
-      while (flag_.test_and_set(std::memory_order_acquire)) flag_.wait(true, std::memory_order_relaxed);
+      while (flag_.test_and_set(std::memory_order_acquire)) {
+        while (flag_.test(std::memory_order_relaxed)) std::this_thread::yield();
+      }
     }
-    ~Guard() {
-      flag_.clear(std::memory_order_release);
-      flag_.notify_one();
-    }
+    ~Guard() { flag_.clear(std::memory_order_release); }
 
    private:
     std::atomic_flag& flag_;
