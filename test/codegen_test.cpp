@@ -37,7 +37,7 @@ using Entry = CompileCache::Entry;
 Entry fake_entry(const std::string& tag) {
   return std::make_shared<const CompiledGraph>(std::vector<lowering::KernelSpec>{{tag, 0, {0}}},
                                                std::vector<lowering::KernelFn>{},
-                                               llvm::IntrusiveRefCntPtr<llvm::orc::ResourceTracker>());
+                                               /*session=*/nullptr, /*dylib=*/nullptr);
 }
 
 std::string tag_of(const absl::StatusOr<Entry>& entry) {

@@ -30,11 +30,11 @@ absl::Status to_status(llvm::Error error, std::string_view context) {
 }  // namespace
 
 CompiledGraph::CompiledGraph(std::vector<lowering::KernelSpec> kernels, std::vector<lowering::KernelFn> functions,
-                             llvm::IntrusiveRefCntPtr<llvm::orc::ResourceTracker> tracker)
-    : kernels_(std::move(kernels)), functions_(std::move(functions)), tracker_(std::move(tracker)) {}
+                             llvm::orc::ExecutionSession* session, llvm::orc::JITDylib* dylib)
+    : kernels_(std::move(kernels)), functions_(std::move(functions)), session_(session), dylib_(dylib) {}
 
 CompiledGraph::~CompiledGraph() {
-  if (tracker_) llvm::consumeError(tracker_->remove());
+  if (session_ != nullptr && dylib_ != nullptr) llvm::consumeError(session_->removeJITDylib(*dylib_));
 }
 
 JitCompiler::~JitCompiler() = default;
@@ -115,14 +115,18 @@ void JitCompiler::optimize(llvm::Module& module) {
 }
 
 absl::StatusOr<std::string> JitCompiler::assembly(llvm::Module& module) {
-  std::unique_ptr<llvm::Module> copy = llvm::CloneModule(module);
+  return emit(module, llvm::CodeGenFileType::AssemblyFile);
+}
+
+absl::StatusOr<std::string> JitCompiler::emit(llvm::Module& module, llvm::CodeGenFileType type) {
+  std::unique_ptr<llvm::Module> copy = llvm::CloneModule(module);  // codegen changes the module
   std::lock_guard lock(mutex_);
   prepare(*copy);
   llvm::SmallString<0> text;
   llvm::raw_svector_ostream os(text);
   llvm::legacy::PassManager pm;
-  if (target_machine_->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile)) {
-    return absl::InternalError("the target cannot emit assembly");
+  if (target_machine_->addPassesToEmitFile(pm, os, nullptr, type)) {
+    return absl::InternalError("the target cannot emit this file type");
   }
   pm.run(*copy);
   return std::string(text.str());
@@ -148,35 +152,45 @@ absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::compile(loweri
     artifacts->assembly = assembly.ok() ? *std::move(assembly) : std::string(assembly.status().message());
   }
 
-  std::lock_guard lock(mutex_);
-  // Symbols are named after the graph key; a graph evicted while a caller still runs it
-  // can be compiled again, so each load gets its own suffix.
-  const std::string suffix = fmt::format(".{}", ++loads_);
-  for (lowering::KernelSpec& kernel : lowered.kernels) {
-    llvm::Function* fn = lowered.module->getFunction(kernel.symbol);
+  for (const lowering::KernelSpec& kernel : lowered.kernels) {
+    const llvm::Function* fn = lowered.module->getFunction(kernel.symbol);
     if (fn == nullptr || fn->isDeclaration()) {
       return absl::InternalError(fmt::format("compiling {}: the module does not define it", kernel.symbol));
     }
-    kernel.symbol += suffix;
-    fn->setName(kernel.symbol);
   }
-  auto tracker = jit_->getMainJITDylib().createResourceTracker();
-  llvm::orc::ThreadSafeModule module(std::move(lowered.module), std::move(lowered.context));
-  if (llvm::Error error = jit_->addIRModule(tracker, std::move(module))) {
-    return to_status(std::move(error), "adding the module to the JIT");
+  absl::StatusOr<std::string> object = emit(*lowered.module, llvm::CodeGenFileType::ObjectFile);
+  if (!object.ok()) return object.status();
+  if (artifacts != nullptr) artifacts->object = *object;
+  return load(std::move(lowered.kernels), *object);
+}
+
+absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::load(std::vector<lowering::KernelSpec> kernels,
+                                                                       std::string_view object) {
+  std::lock_guard lock(mutex_);
+  // Each graph gets a JITDylib of its own: its symbols cannot clash with another graph's
+  // (or with an evicted copy of itself still running), and removing it frees its code.
+  auto dylib = jit_->createJITDylib(fmt::format("lazyjit.graph.{}", ++loads_));
+  if (!dylib) return to_status(dylib.takeError(), "creating a JITDylib");
+  dylib->addToLinkOrder(jit_->getMainJITDylib());  // libm, libmvec and the process
+  auto release = [&](llvm::orc::JITDylib& jd) { llvm::consumeError(jit_->getExecutionSession().removeJITDylib(jd)); };
+  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(object.data(), object.size()), "lazyjit-kernels");
+  if (llvm::Error error = jit_->addObjectFile(*dylib, std::move(buffer))) {
+    release(*dylib);
+    return to_status(std::move(error), "loading the compiled object");
   }
   std::vector<lowering::KernelFn> functions;
-  for (const lowering::KernelSpec& kernel : lowered.kernels) {
-    auto address = jit_->lookup(kernel.symbol);
+  for (const lowering::KernelSpec& kernel : kernels) {
+    auto address = jit_->lookup(*dylib, kernel.symbol);
     if (!address) {
       absl::Status status = to_status(address.takeError(), fmt::format("compiling {}", kernel.symbol));
       const std::string details = take_session_errors();
-      llvm::consumeError(tracker->remove());
+      release(*dylib);
       return absl::InternalError(fmt::format("{}{}{}", std::string(status.message()), details.empty() ? "" : "\n", details));
     }
     functions.push_back(address->toPtr<lowering::KernelFn>());
   }
-  return std::make_shared<const CompiledGraph>(std::move(lowered.kernels), std::move(functions), std::move(tracker));
+  return std::make_shared<const CompiledGraph>(std::move(kernels), std::move(functions), &jit_->getExecutionSession(),
+                                               &*dylib);
 }
 
 }  // namespace lazyjit::codegen

@@ -7,16 +7,17 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "llvm/ADT/IntrusiveRefCntPtr.h"
 #include "ir/hash.h"
 #include "llvm/IR/Module.h"
 #include "lowering/lowered_graph.h"
 
 namespace llvm {
 class TargetMachine;
+enum class CodeGenFileType;
 namespace orc {
+class ExecutionSession;
+class JITDylib;
 class LLJIT;
-class ResourceTracker;
 }  // namespace orc
 }  // namespace llvm
 
@@ -26,7 +27,7 @@ namespace lazyjit::codegen {
 class CompiledGraph {
  public:
   CompiledGraph(std::vector<lowering::KernelSpec> kernels, std::vector<lowering::KernelFn> functions,
-                llvm::IntrusiveRefCntPtr<llvm::orc::ResourceTracker> tracker);
+                llvm::orc::ExecutionSession* session, llvm::orc::JITDylib* dylib);
   ~CompiledGraph();
   CompiledGraph(const CompiledGraph&) = delete;
   CompiledGraph& operator=(const CompiledGraph&) = delete;
@@ -37,7 +38,8 @@ class CompiledGraph {
  private:
   std::vector<lowering::KernelSpec> kernels_;
   std::vector<lowering::KernelFn> functions_;
-  llvm::IntrusiveRefCntPtr<llvm::orc::ResourceTracker> tracker_;
+  llvm::orc::ExecutionSession* session_;
+  llvm::orc::JITDylib* dylib_;  // this graph's code; removed on destruction
 };
 
 /// Compiles lowered graphs for the host CPU (name and features detected at start). Thread-safe:
@@ -62,6 +64,7 @@ class JitCompiler {
   struct Artifacts {
     std::string optimized_ir;
     std::string assembly;
+    std::string object;  ///< the relocatable object the JIT loaded (for the disk cache)
   };
 
   /// Optimises `lowered`, compiles it into the JIT and resolves its kernels. Errors carry
@@ -69,10 +72,15 @@ class JitCompiler {
   /// receives the optimised IR and the assembly (an extra codegen pass: dumps only).
   absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile(lowering::LoweredGraph lowered,
                                                               Artifacts* artifacts = nullptr);
+  /// Loads an object compile() made (in this process or, through the disk cache, another)
+  /// and resolves `kernels` in it. No LLVM optimisation or codegen runs.
+  absl::StatusOr<std::shared_ptr<const CompiledGraph>> load(std::vector<lowering::KernelSpec> kernels,
+                                                           std::string_view object);
 
  private:
   JitCompiler() = default;
   void prepare(llvm::Module& module);
+  absl::StatusOr<std::string> emit(llvm::Module& module, llvm::CodeGenFileType type);
   std::string take_session_errors();
 
   std::unique_ptr<llvm::orc::LLJIT> jit_;
@@ -81,7 +89,7 @@ class JitCompiler {
   ir::Hash128 fingerprint_;
   std::string description_;
   std::mutex mutex_;              // serialises optimize/compile
-  uint64_t loads_ = 0;            // modules added to the JIT, for unique symbol names
+  uint64_t loads_ = 0;            // graphs loaded, for unique JITDylib names
   std::mutex errors_mutex_;
   std::string session_errors_;    // errors ORC reported while materialising
 };
