@@ -13,8 +13,15 @@ namespace lazyjit {
 /// all of them and runs it. Tensors that already hold data are skipped.
 void sync(const std::vector<Tensor>& tensors);
 
-/// The step barrier: materialises every live tensor that has pending IR, in one graph.
+/// The step barrier: materialises every live tensor that has pending IR, in one graph. An
+/// output may be written into the buffer of an input that nothing can read again (a
+/// tensor's old value after an in-place update: `w -= lr * g` runs in place). A barrier for
+/// the whole process: call it while no other thread is materialising tensors.
 void mark_step();
+
+/// Bounds the in-memory compile cache to `entries` graphs (0: unbounded; default 1024 or
+/// LAZYJIT_CACHE_SIZE); the least recently used are evicted and their code freed.
+void set_compile_cache_capacity(int64_t entries);
 
 /// Counters since process start or the last reset_metrics(). Thread-safe snapshot.
 struct Metrics {

@@ -145,7 +145,7 @@ absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::compile(loweri
     return absl::InternalError(fmt::format("generated LLVM IR is invalid: {}", verifier_errors));
   }
   optimize(*lowered.module);
-  if (artifacts != nullptr) {
+  if (artifacts != nullptr && artifacts->with_text) {
     llvm::raw_string_ostream os(artifacts->optimized_ir);
     lowered.module->print(os, nullptr);
     absl::StatusOr<std::string> assembly = this->assembly(*lowered.module);

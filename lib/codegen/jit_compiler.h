@@ -62,6 +62,7 @@ class JitCompiler {
   absl::StatusOr<std::string> assembly(llvm::Module& module);
   /// Text of a compile's intermediate forms, for dumps.
   struct Artifacts {
+    bool with_text = false;  ///< also fill optimized_ir and assembly (an extra codegen pass)
     std::string optimized_ir;
     std::string assembly;
     std::string object;  ///< the relocatable object the JIT loaded (for the disk cache)
@@ -69,7 +70,7 @@ class JitCompiler {
 
   /// Optimises `lowered`, compiles it into the JIT and resolves its kernels. Errors carry
   /// LLVM's own text (missing symbols, verifier failures). When `artifacts` is given it
-  /// receives the optimised IR and the assembly (an extra codegen pass: dumps only).
+  /// receives the object, and with `with_text` the optimised IR and assembly (dumps).
   absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile(lowering::LoweredGraph lowered,
                                                               Artifacts* artifacts = nullptr);
   /// Loads an object compile() made (in this process or, through the disk cache, another)

@@ -31,7 +31,7 @@ struct ScalarValue {
 /// An IR node. Nodes are immutable and shared (a DAG); their single result has `shape()` and
 /// `dtype()`. Leaves: Parameter (a buffer), Scalar (a runtime value splatted to the node's
 /// shape), Arange. Create nodes through builder.h, which checks and promotes.
-class Node {
+class Node : public std::enable_shared_from_this<Node> {
  public:
   using Operands = absl::InlinedVector<NodePtr, 3>;
 
@@ -58,6 +58,9 @@ class Node {
     return static_cast<uint64_t>(op_) | static_cast<uint64_t>(dtype_) << 8 |
            static_cast<uint64_t>(shape_.size()) << 16;
   }
+  /// How many shared_ptrs hold this node (operand edges, roots, tensors): donation asks
+  /// whether every holder is inside one graph.
+  long use_count() const { return weak_from_this().use_count(); }
   /// Which dims have size 1: the broadcast pattern, also part of the cache key.
   uint64_t unit_dims() const { return unit_dim_mask(shape_); }
   /// An upper bound of the number of nodes this one depends on (itself included), exact for

@@ -19,4 +19,16 @@ std::vector<KernelSpec> plan_kernels(const ir::Graph& graph, const std::string& 
   return kernels;
 }
 
+std::string symbol_prefix(const ir::Graph& graph) { return "lj_" + graph.key.to_hex(); }
+
+std::vector<bool> nodes_needed_by(const ir::Graph& graph, const KernelSpec& kernel) {
+  std::vector<bool> needed(graph.nodes.size(), false);
+  for (int r : kernel.results) needed[graph.roots[r]] = true;
+  for (size_t i = graph.nodes.size(); i-- > 0;) {  // users come after their operands
+    if (!needed[i]) continue;
+    for (int operand : graph.operands[i]) needed[operand] = true;
+  }
+  return needed;
+}
+
 }  // namespace lazyjit::lowering

@@ -14,4 +14,10 @@ namespace lazyjit::lowering {
 /// Depends only on what the graph key contains (ops, ranks, unit dims, shape classes).
 std::vector<KernelSpec> plan_kernels(const ir::Graph& graph, const std::string& symbol_prefix);
 
+/// The kernel symbols' prefix for `graph`: "lj_" and the graph key.
+std::string symbol_prefix(const ir::Graph& graph);
+
+/// Per node of `graph`: whether `kernel` computes it (its results and their operands).
+std::vector<bool> nodes_needed_by(const ir::Graph& graph, const KernelSpec& kernel);
+
 }  // namespace lazyjit::lowering

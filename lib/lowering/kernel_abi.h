@@ -23,6 +23,15 @@ struct KernelSpec {
   std::vector<int> results;  ///< the results this kernel writes
 };
 
+/// A result written into a parameter's buffer (donation at the step barrier): the result
+/// and the parameter have one shape and dtype, and the kernel reads each element of the
+/// parameter before it writes that element of the result.
+struct Alias {
+  int result;
+  int parameter;
+  friend bool operator==(const Alias&, const Alias&) = default;
+};
+
 /// Index of the scalar table in a graph's buffer array.
 inline int scalar_table_index(int num_parameters, int num_results) {
   return num_parameters + num_results;

@@ -3,6 +3,7 @@
 
 #include "llvm/IR/IRBuilder.h"
 #include "lowering/elementwise.h"
+#include "lowering/fusion.h"
 
 namespace lazyjit::lowering {
 namespace {
@@ -51,22 +52,11 @@ IndexPlan plan_indexing(const ir::Graph& graph, const std::vector<bool>& needed,
   return plan;
 }
 
-/// Marks the nodes the kernel's results depend on.
-std::vector<bool> needed_nodes(const ir::Graph& graph, const KernelSpec& spec) {
-  std::vector<bool> needed(graph.nodes.size(), false);
-  for (int r : spec.results) needed[graph.roots[r]] = true;
-  for (size_t i = graph.nodes.size(); i-- > 0;) {
-    if (!needed[i]) continue;
-    for (int operand : graph.operands[i]) needed[operand] = true;
-  }
-  return needed;
-}
-
 class KernelEmitter {
  public:
-  KernelEmitter(llvm::Module& module, const ir::Graph& graph, const KernelSpec& spec)
-      : module_(module), ctx_(module.getContext()), graph_(graph), spec_(spec), b_(ctx_),
-        needed_(needed_nodes(graph, spec)),
+  KernelEmitter(llvm::Module& module, const ir::Graph& graph, const KernelSpec& spec, std::span<const Alias> aliases)
+      : aliases_(aliases), module_(module), ctx_(module.getContext()), graph_(graph), spec_(spec), b_(ctx_),
+        needed_(nodes_needed_by(graph, spec)),
         plan_(plan_indexing(graph, needed_, *graph.nodes[graph.roots[spec.iteration_result]])),
         values_(graph.nodes.size(), nullptr) {}
 
@@ -109,12 +99,23 @@ class KernelEmitter {
     auto* fn = llvm::Function::Create(llvm::FunctionType::get(b_.getVoidTy(), params, false),
                                       llvm::Function::InternalLinkage, spec_.symbol + ".body", module_);
     fn->addFnAttr(llvm::Attribute::NoUnwind);
-    for (int i = 0; i < num_buffers(); ++i) fn->addParamAttr(i, llvm::Attribute::NoAlias);
+    for (int i = 0; i < num_buffers(); ++i) {
+      if (!aliased(i)) fn->addParamAttr(i, llvm::Attribute::NoAlias);
+    }
     fn_ = fn;
     b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", fn));
     emit_prologue();
     emit_loops();
     return fn;
+  }
+
+  /// Whether buffer `i` shares memory with another (a donated parameter and its result).
+  bool aliased(int i) const {
+    const int parameters = static_cast<int>(graph_.parameters.size());
+    for (const Alias& a : aliases_) {
+      if (i == a.parameter || i == parameters + a.result) return true;
+    }
+    return false;
   }
 
   Value* arg(int i) { return fn_->getArg(i); }
@@ -251,6 +252,7 @@ class KernelEmitter {
     return leaf.dtype() == DType::Bool ? b_.CreateICmpNE(v, b_.getInt8(0)) : v;
   }
 
+  std::span<const Alias> aliases_;
   llvm::Module& module_;
   llvm::LLVMContext& ctx_;
   const ir::Graph& graph_;
@@ -268,8 +270,9 @@ class KernelEmitter {
 
 }  // namespace
 
-void emit_kernel(llvm::Module& module, const ir::Graph& graph, const KernelSpec& spec) {
-  KernelEmitter(module, graph, spec).emit();
+void emit_kernel(llvm::Module& module, const ir::Graph& graph, const KernelSpec& spec,
+                 std::span<const Alias> aliases) {
+  KernelEmitter(module, graph, spec, aliases).emit();
 }
 
 }  // namespace lazyjit::lowering

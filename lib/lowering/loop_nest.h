@@ -2,6 +2,8 @@
 // group of same-shape results, as one loop over their elements.
 #pragma once
 
+#include <span>
+
 #include "ir/graph.h"
 #include "llvm/IR/Module.h"
 #include "lowering/kernel_abi.h"
@@ -12,6 +14,8 @@ namespace lazyjit::lowering {
 /// input broadcasts alike are collapsed at compile time; sizes are read from the shape table
 /// at run time, so the code serves every size with the graph's key. The innermost loop is
 /// unit-stride or loop-invariant for every input, which is what the vectoriser needs.
-void emit_kernel(llvm::Module& module, const ir::Graph& graph, const KernelSpec& spec);
+/// Buffers in `aliases` lose their noalias marks (a donated parameter and its result).
+void emit_kernel(llvm::Module& module, const ir::Graph& graph, const KernelSpec& spec,
+                 std::span<const Alias> aliases = {});
 
 }  // namespace lazyjit::lowering

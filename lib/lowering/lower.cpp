@@ -7,13 +7,13 @@
 
 namespace lazyjit::lowering {
 
-LoweredGraph lower_graph(const ir::Graph& graph) {
+LoweredGraph lower_graph(const ir::Graph& graph, std::span<const Alias> aliases) {
   LoweredGraph lowered;
   lowered.context = std::make_unique<llvm::LLVMContext>();
-  const std::string name = "lj_" + graph.key.to_hex();
+  const std::string name = symbol_prefix(graph);
   lowered.module = std::make_unique<llvm::Module>(name, *lowered.context);
   lowered.kernels = plan_kernels(graph, name);
-  for (const KernelSpec& spec : lowered.kernels) emit_kernel(*lowered.module, graph, spec);
+  for (const KernelSpec& spec : lowered.kernels) emit_kernel(*lowered.module, graph, spec, aliases);
   return lowered;
 }
 

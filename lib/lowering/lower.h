@@ -12,7 +12,8 @@ namespace lazyjit::lowering {
 
 /// Lowers a verified graph: plans kernels (fusion.h) and emits each loop nest (loop_nest.h).
 /// Symbols are named after the graph key, so one JIT can hold many graphs.
-LoweredGraph lower_graph(const ir::Graph& graph);
+/// `aliases` are the donations the runtime planned (they are part of the cache key).
+LoweredGraph lower_graph(const ir::Graph& graph, std::span<const Alias> aliases = {});
 
 /// The LLVM backend's LoweringContext (DESIGN.md section 2): build() lowers the graph into a
 /// Computation whose text is the module's LLVM IR.

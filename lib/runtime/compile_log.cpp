@@ -5,10 +5,9 @@
 
 namespace lazyjit::runtime {
 
-std::string CompileLog::explain_and_record(const ir::Graph& graph) {
-  ir::GraphSignature signature = ir::signature_of(graph);
+std::string CompileLog::explain(const ir::Graph& graph) const {
+  const ir::GraphSignature signature = ir::signature_of(graph);
   std::lock_guard lock(mutex_);
-  std::string why = "new graph (nothing compiled before)";
   const ir::GraphSignature* nearest = nullptr;
   size_t best = 0;
   for (const ir::GraphSignature& cached : recent_) {
@@ -18,21 +17,31 @@ std::string CompileLog::explain_and_record(const ir::Graph& graph) {
       best = shared;
     }
   }
-  if (nearest != nullptr) {
-    const std::string difference = ir::describe_difference(signature, *nearest);
-    why = difference.empty() ? fmt::format("same structure as graph {} (recompiled after eviction)",
-                                           nearest->key.to_hex())
-                             : fmt::format("differs from graph {} at {}", nearest->key.to_hex(), difference);
+  if (nearest == nullptr) return "new graph (nothing compiled before)";
+  const std::string difference = ir::describe_difference(signature, *nearest);
+  if (difference.empty()) {
+    return fmt::format("same structure as graph {} (compiled again: evicted, or other buffers donated)",
+                       nearest->key.to_hex());
   }
+  return fmt::format("differs from graph {} at {}", nearest->key.to_hex(), difference);
+}
+
+void CompileLog::record(const ir::Graph& graph) {
+  ir::GraphSignature signature = ir::signature_of(graph);
+  std::lock_guard lock(mutex_);
+  keys_.insert(graph.key);
   recent_.push_front(std::move(signature));
   if (recent_.size() > capacity_) recent_.pop_back();
-  ++recorded_;
-  return why;
+}
+
+bool CompileLog::seen(const ir::Graph& graph) const {
+  std::lock_guard lock(mutex_);
+  return keys_.contains(graph.key);
 }
 
 size_t CompileLog::distinct_graphs() const {
   std::lock_guard lock(mutex_);
-  return recorded_;
+  return keys_.size();
 }
 
 }  // namespace lazyjit::runtime

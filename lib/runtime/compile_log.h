@@ -5,11 +5,12 @@
 #include <mutex>
 #include <string>
 
+#include "absl/container/flat_hash_set.h"
 #include "ir/graph_diff.h"
 
 namespace lazyjit::runtime {
 
-/// The signatures of the last few compiled graphs. Thread-safe.
+/// The signatures of the last few compiled graphs and the keys of all of them. Thread-safe.
 class CompileLog {
  public:
   explicit CompileLog(size_t capacity = 64) : capacity_(capacity) {}
@@ -17,17 +18,19 @@ class CompileLog {
   /// Why `graph` needs a compile: "new graph" when nothing was compiled before, else how it
   /// differs from the nearest compiled graph (the one sharing the longest node prefix),
   /// e.g. "differs from graph 3f2a... at node %7 (mul): dtype float64, cached float32".
-  /// Then remembers `graph`.
-  std::string explain_and_record(const ir::Graph& graph);
-
-  /// Distinct graphs recorded since start (not bounded by the capacity).
+  std::string explain(const ir::Graph& graph) const;
+  /// Remembers `graph` as compiled.
+  void record(const ir::Graph& graph);
+  /// Whether a graph with `graph`'s key was recorded (a recompile after eviction).
+  bool seen(const ir::Graph& graph) const;
+  /// Distinct graph keys recorded since start.
   size_t distinct_graphs() const;
 
  private:
   mutable std::mutex mutex_;
   std::deque<ir::GraphSignature> recent_;
+  absl::flat_hash_set<ir::Hash128> keys_;
   size_t capacity_;
-  size_t recorded_ = 0;
 };
 
 }  // namespace lazyjit::runtime

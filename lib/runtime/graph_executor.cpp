@@ -12,6 +12,8 @@
 #include "lazyjit/error.h"
 #include "llvm/Support/raw_ostream.h"
 #include "lowering/lower.h"
+#include "lowering/fusion.h"
+#include "runtime/donation.h"
 #include "runtime/logging.h"
 
 namespace lazyjit::runtime {
@@ -32,14 +34,7 @@ std::string module_text(const llvm::Module& module) {
 
 }  // namespace
 
-void RuntimeCounters::reset() {
-  for (auto* c : {&graphs_traced, &nodes_traced, &graphs_executed, &compiles, &bytes_in, &bytes_out,
-                  &kernels_launched, &compile_ns, &execute_ns}) {
-    c->store(0);
-  }
-}
-
-void GraphExecutor::sync(std::vector<std::shared_ptr<detail::TensorImpl>> tensors) {
+void GraphExecutor::materialize(std::vector<std::shared_ptr<detail::TensorImpl>> tensors, bool barrier) {
   std::vector<std::shared_ptr<detail::TensorImpl>> targets;
   std::vector<ir::NodePtr> roots;  // taken now: another thread may move a tensor on
   absl::flat_hash_set<const detail::TensorImpl*> seen;
@@ -54,55 +49,33 @@ void GraphExecutor::sync(std::vector<std::shared_ptr<detail::TensorImpl>> tensor
     roots.push_back(std::move(value));
     targets.push_back(std::move(t));
   }
+  tensors.clear();  // the snapshot's references must not count as owners below
   if (targets.empty()) return;
   counters_.graphs_traced.fetch_add(1, std::memory_order_relaxed);
   const ir::Graph graph = ir::build_graph(roots);
-  std::shared_ptr<const codegen::CompiledGraph> code = compiled(graph);
-  execute(graph, *code, targets);
+  roots.clear();  // the graph holds them now
+  std::vector<lowering::Alias> aliases;
+  if (barrier) aliases = plan_donations(graph, lowering::plan_kernels(graph, lowering::symbol_prefix(graph)));
+  std::shared_ptr<const codegen::CompiledGraph> code = compiled(graph, aliases);
+  execute(graph, *code, aliases, targets);
 }
 
-void GraphExecutor::mark_step() { sync(live_.snapshot()); }
-
-std::shared_ptr<const codegen::CompiledGraph> GraphExecutor::compiled(const ir::Graph& graph) {
+std::shared_ptr<const codegen::CompiledGraph> GraphExecutor::compiled(const ir::Graph& graph,
+                                                                      std::span<const lowering::Alias> aliases) {
+  // The cache key: the graph's structure, its donations, and the compiler's target.
   const ir::Hash128& target = compiler_.fingerprint();
-  const uint64_t words[] = {graph.key.low, graph.key.high, target.low, target.high};
+  std::vector<uint64_t> words = {graph.key.low, graph.key.high, target.low, target.high};
+  for (const lowering::Alias& a : aliases) words.push_back(static_cast<uint64_t>(a.result) << 32 | a.parameter);
   const ir::Hash128 key = ir::hash_words(words);
-  auto result = cache_.get_or_compile(key, [&] { return compile(graph); });
+  auto result = cache_.get_or_compile(key, [&] { return graph_compiler_.compile(graph, aliases, key); });
   if (!result.ok()) {
     throw Error(fmt::format("compiling graph {}: {}", graph.key.to_hex(), std::string(result.status().message())));
   }
   return *std::move(result);
 }
 
-absl::StatusOr<codegen::CompileCache::Entry> GraphExecutor::compile(const ir::Graph& graph) {
-  const ir::Hash128& key = graph.key;  // names dumps and log lines as the .ljir's key comment does
-  const Clock::time_point start = Clock::now();
-  if (absl::Status status = ir::verify(graph); !status.ok()) return status;
-  const bool explain = logger().should_log(spdlog::level::info);
-  const std::string why = explain ? compile_log_.explain_and_record(graph) : std::string();
-
-  lowering::LoweredGraph lowered = lowering::lower_graph(graph);
-  codegen::JitCompiler::Artifacts artifacts;
-  if (dump_dir_.enabled()) {
-    dump_dir_.write(key, ".ljir", ir::print_graph(graph, {.with_key = true, .with_values = true}));
-    dump_dir_.write(key, ".ll", module_text(*lowered.module));
-  }
-  auto code = compiler_.compile(std::move(lowered), dump_dir_.enabled() ? &artifacts : nullptr);
-  if (!code.ok()) return code.status();
-  if (dump_dir_.enabled()) {
-    dump_dir_.write(key, ".opt.ll", artifacts.optimized_ir);
-    dump_dir_.write(key, ".s", artifacts.assembly);
-  }
-  const int64_t ns = nanoseconds_since(start);
-  counters_.compiles.fetch_add(1, std::memory_order_relaxed);
-  counters_.compile_ns.fetch_add(ns, std::memory_order_relaxed);
-  const size_t kernels = (*code)->kernels().size();
-  LAZYJIT_LOG(info, "compiled graph {} ({} nodes, {} kernel{}, {:.1f} ms): {}", key.to_hex(), graph.nodes.size(),
-              kernels, kernels == 1 ? "" : "s", ns / 1e6, why);
-  return code;
-}
-
 void GraphExecutor::execute(const ir::Graph& graph, const codegen::CompiledGraph& code,
+                            std::span<const lowering::Alias> aliases,
                             const std::vector<std::shared_ptr<detail::TensorImpl>>& targets) {
   const size_t num_parameters = graph.parameters.size();
   const size_t num_results = graph.roots.size();
@@ -110,10 +83,13 @@ void GraphExecutor::execute(const ir::Graph& graph, const codegen::CompiledGraph
   for (size_t p = 0; p < num_parameters; ++p) buffers[p] = graph.parameters[p]->data()->data();
 
   std::vector<BackendDataPtr> outputs(num_results);
+  for (const lowering::Alias& a : aliases) outputs[a.result] = graph.parameters[a.parameter]->data();
   for (size_t r = 0; r < num_results; ++r) {
     const ir::Node& root = *graph.nodes[graph.roots[r]];
-    outputs[r] = std::make_shared<CpuBuffer>(allocator_, root.dtype(),
-                                             std::vector<int64_t>(root.shape().begin(), root.shape().end()));
+    if (outputs[r] == nullptr) {
+      outputs[r] = std::make_shared<CpuBuffer>(allocator_, root.dtype(),
+                                               std::vector<int64_t>(root.shape().begin(), root.shape().end()));
+    }
     buffers[num_parameters + r] = outputs[r]->data();
   }
   std::vector<ir::ScalarValue> scalars;
@@ -129,6 +105,7 @@ void GraphExecutor::execute(const ir::Graph& graph, const codegen::CompiledGraph
   counters_.execute_ns.fetch_add(nanoseconds_since(start), std::memory_order_relaxed);
   counters_.kernels_launched.fetch_add(static_cast<int64_t>(code.kernels().size()), std::memory_order_relaxed);
   counters_.graphs_executed.fetch_add(1, std::memory_order_relaxed);
+  counters_.donations.fetch_add(static_cast<int64_t>(aliases.size()), std::memory_order_relaxed);
   // A tensor updated in place meanwhile (by another thread) keeps its newer IR.
   for (size_t r = 0; r < num_results; ++r) targets[r]->set_data(std::move(outputs[r]), graph.nodes[graph.roots[r]]);
 }

@@ -10,44 +10,40 @@
 #include "codegen/jit_compiler.h"
 #include "lazyjit/runtime.h"
 #include "runtime/allocator.h"
-#include "runtime/compile_log.h"
-#include "runtime/dump_dir.h"
+#include "runtime/counters.h"
 #include "runtime/executor.h"
+#include "runtime/graph_compiler.h"
 #include "runtime/live_tensors.h"
 #include "runtime/tensor_impl.h"
 
 namespace lazyjit::runtime {
 
-/// Counters kept by the runtime itself (the cache and allocator keep their own).
-struct RuntimeCounters {
-  std::atomic<int64_t> graphs_traced{0}, nodes_traced{0}, graphs_executed{0}, compiles{0},
-      bytes_in{0}, bytes_out{0}, kernels_launched{0}, compile_ns{0}, execute_ns{0};
-  void reset();
-};
-
-/// The materialisation pipeline of DESIGN.md section 1. Borrows its collaborators, so a test
-/// can build one over its own cache. Thread-safe: threads may sync their own tensors at once.
+/// The materialisation pipeline of DESIGN.md section 1: collect the pending tensors, build
+/// the graph and its key, find or compile its code, allocate (or donate) the outputs, run,
+/// assign. Borrows its collaborators, so a test can build one over its own cache.
+/// Thread-safe: threads may sync their own tensors at once.
 class GraphExecutor {
  public:
   GraphExecutor(codegen::JitCompiler& compiler, codegen::CompileCache& cache, Executor& executor,
                 CachingAllocator& allocator, LiveTensors& live, RuntimeCounters& counters,
-                DumpDir dump_dir = DumpDir(""))
+                CompileOptions options = {})
       : compiler_(compiler), cache_(cache), executor_(executor), allocator_(allocator), live_(live),
-        counters_(counters), dump_dir_(std::move(dump_dir)) {}
+        counters_(counters), graph_compiler_(compiler, counters, std::move(options)) {}
 
-  /// Materialises the pending tensors among `tensors` in one graph. Throws Error when the
-  /// graph cannot be compiled.
-  void sync(std::vector<std::shared_ptr<detail::TensorImpl>> tensors);
-  /// Materialises every live pending tensor in one graph.
-  void mark_step();
+  /// Materialises the pending tensors among `tensors` in one graph, with no donation (a
+  /// value read twice must not change). Throws Error when the graph cannot be compiled.
+  void sync(std::vector<std::shared_ptr<detail::TensorImpl>> tensors) { materialize(std::move(tensors), false); }
+  /// The step barrier: every live pending tensor in one graph; outputs may take over the
+  /// buffers of inputs nothing else can read again (donation.h).
+  void mark_step() { materialize(live_.snapshot(), true); }
   /// The text of the graph over `tensors` (pending IR or data leaves) in `format`.
   std::string dump(const std::vector<std::shared_ptr<detail::TensorImpl>>& tensors, DumpFormat format);
 
  private:
-  std::shared_ptr<const codegen::CompiledGraph> compiled(const ir::Graph& graph);
-  /// The cache-miss path: verify, explain, lower, dump, compile.
-  absl::StatusOr<codegen::CompileCache::Entry> compile(const ir::Graph& graph);
-  void execute(const ir::Graph& graph, const codegen::CompiledGraph& compiled,
+  void materialize(std::vector<std::shared_ptr<detail::TensorImpl>> tensors, bool barrier);
+  std::shared_ptr<const codegen::CompiledGraph> compiled(const ir::Graph& graph,
+                                                         std::span<const lowering::Alias> aliases);
+  void execute(const ir::Graph& graph, const codegen::CompiledGraph& compiled, std::span<const lowering::Alias> aliases,
                const std::vector<std::shared_ptr<detail::TensorImpl>>& targets);
 
   codegen::JitCompiler& compiler_;
@@ -56,8 +52,7 @@ class GraphExecutor {
   CachingAllocator& allocator_;
   LiveTensors& live_;
   RuntimeCounters& counters_;
-  DumpDir dump_dir_;
-  CompileLog compile_log_;
+  GraphCompiler graph_compiler_;
 };
 
 }  // namespace lazyjit::runtime

@@ -25,6 +25,17 @@ int64_t env_int(const char* name, int64_t fallback, int64_t max) {
   return value;
 }
 
+std::string env_string(const char* name) {
+  const char* text = std::getenv(name);
+  return text ? text : "";
+}
+
+CompileOptions compile_options() {
+  return {.dump_dir = DumpDir(env_string("LAZYJIT_DUMP_DIR")),
+          .disk_cache = codegen::DiskCache(env_string("LAZYJIT_CACHE_DIR")),
+          .max_graphs = env_int("LAZYJIT_MAX_GRAPHS", 0, int64_t{1} << 30)};
+}
+
 std::unique_ptr<codegen::JitCompiler> create_compiler() {
   auto compiler = codegen::JitCompiler::create();
   if (!compiler.ok()) {
@@ -39,8 +50,7 @@ Runtime::Runtime()
     : compiler_(create_compiler()),
       cache_(static_cast<size_t>(env_int("LAZYJIT_CACHE_SIZE", 1024, int64_t{1} << 30))),
       executor_(static_cast<int>(env_int("LAZYJIT_NUM_THREADS", tbb::info::default_concurrency(), 4096))),
-      graph_executor_(*compiler_, cache_, executor_, allocator_, live_, counters_,
-                      DumpDir(std::getenv("LAZYJIT_DUMP_DIR") ? std::getenv("LAZYJIT_DUMP_DIR") : "")) {}
+      graph_executor_(*compiler_, cache_, executor_, allocator_, live_, counters_, compile_options()) {}
 
 Runtime& Runtime::get() {
   static Runtime* instance = new Runtime;  // leaked on purpose: see the class comment
@@ -55,6 +65,8 @@ Metrics Runtime::metrics() const {
   m.nodes_traced = counters_.nodes_traced.load();
   m.graphs_executed = counters_.graphs_executed.load();
   m.compiles = counters_.compiles.load();
+  m.disk_cache_hits = counters_.disk_cache_hits.load();
+  m.donations = counters_.donations.load();
   m.cache_hits = cache.hits;
   m.cache_misses = cache.misses;
   m.evictions = cache.evictions;
@@ -97,6 +109,11 @@ std::vector<std::shared_ptr<detail::TensorImpl>> impls(const std::vector<Tensor>
 void sync(const std::vector<Tensor>& tensors) { Runtime::get().graph_executor().sync(impls(tensors, "sync")); }
 
 void mark_step() { Runtime::get().graph_executor().mark_step(); }
+
+void set_compile_cache_capacity(int64_t entries) {
+  if (entries < 0) throw Error(fmt::format("set_compile_cache_capacity: {} entries is negative", entries));
+  Runtime::get().cache().set_capacity(static_cast<size_t>(entries));
+}
 
 Metrics metrics() { return Runtime::get().metrics(); }
 

@@ -10,7 +10,8 @@ namespace lazyjit::runtime {
 /// Owns the JIT, the compile cache, the thread pool, the allocator, the live-tensor set and
 /// the counters, and the GraphExecutor wired to them. Configured from the environment:
 /// LAZYJIT_NUM_THREADS (default: all cores), LAZYJIT_CACHE_SIZE (entries; default 1024),
-/// LAZYJIT_DUMP_DIR (write every compiled graph there).
+/// LAZYJIT_DUMP_DIR (write every compiled graph there), LAZYJIT_CACHE_DIR (on-disk object
+/// cache), LAZYJIT_MAX_GRAPHS (recompilation guardrail).
 /// Never destroyed, so tensors in static storage stay valid through exit.
 class Runtime {
  public:

@@ -1,0 +1,22 @@
+// Donation planning at the step barrier: which results may take over an input's buffer.
+#pragma once
+
+#include <vector>
+
+#include "ir/graph.h"
+#include "lowering/kernel_abi.h"
+
+namespace lazyjit::runtime {
+
+/// The donations of `graph` at the step barrier (seeds/000, DESIGN.md section 6). A result
+/// takes over a parameter's buffer when
+///  - nothing outside this graph can read the buffer again: the buffer is held only by its
+///    Parameter leaf, and the leaf only by this graph's nodes (so the tensor that owned it
+///    has been updated in place and no other tensor or graph still refers to its old value);
+///  - shape and dtype match, so the kernel reads element i of the parameter in the same
+///    iteration that writes element i of the result, before writing it;
+///  - no other kernel of the graph reads the parameter (it may run after the write).
+/// Each parameter is donated at most once. `kernels` is the graph's fusion plan.
+std::vector<lowering::Alias> plan_donations(const ir::Graph& graph, const std::vector<lowering::KernelSpec>& kernels);
+
+}  // namespace lazyjit::runtime

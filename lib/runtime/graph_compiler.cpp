@@ -1,0 +1,109 @@
+// The compile path: guardrail, disk cache, lowering, LLVM, dumps, explanations.
+#include "runtime/graph_compiler.h"
+
+#include <chrono>
+
+#include "fmt/format.h"
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "llvm/Support/raw_ostream.h"
+#include "lowering/fusion.h"
+#include "lowering/lower.h"
+#include "runtime/logging.h"
+
+namespace lazyjit::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t nanoseconds_since(Clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+}
+
+std::string module_text(const llvm::Module& module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module.print(os, nullptr);
+  return text;
+}
+
+}  // namespace
+
+void GraphCompiler::warn_once(const std::string& what) {
+  {
+    std::lock_guard lock(warned_mutex_);
+    if (!warned_.insert(what).second) return;
+  }
+  logger().warn("{}", what);
+}
+
+absl::StatusOr<codegen::CompileCache::Entry> GraphCompiler::load_from_disk(const ir::Graph& graph,
+                                                                           const ir::Hash128& key) {
+  absl::StatusOr<std::optional<std::string>> object = options_.disk_cache.load(key);
+  if (!object.ok()) {
+    warn_once(fmt::format("{}; ignoring it, compiling and replacing it", std::string(object.status().message())));
+    return nullptr;
+  }
+  if (!object->has_value()) return nullptr;
+  auto code = compiler_.load(lowering::plan_kernels(graph, lowering::symbol_prefix(graph)), **object);
+  if (!code.ok()) {
+    warn_once(fmt::format("cache file {} does not load ({}); compiling and replacing it",
+                          options_.disk_cache.path_of(key), std::string(code.status().message())));
+    return nullptr;
+  }
+  counters_.disk_cache_hits.fetch_add(1, std::memory_order_relaxed);
+  return code;
+}
+
+absl::StatusOr<codegen::CompileCache::Entry> GraphCompiler::compile(const ir::Graph& graph,
+                                                                    std::span<const lowering::Alias> aliases,
+                                                                    const ir::Hash128& key) {
+  const Clock::time_point start = Clock::now();
+  if (absl::Status status = ir::verify(graph); !status.ok()) return status;
+  const bool guarded = options_.max_graphs > 0;
+  const bool explain = guarded || logger().should_log(spdlog::level::info);
+  const std::string why = explain ? log_.explain(graph) : std::string();
+  if (guarded && log_.distinct_graphs() >= static_cast<size_t>(options_.max_graphs) && !log_.seen(graph)) {
+    return absl::ResourceExhaustedError(
+        fmt::format("LAZYJIT_MAX_GRAPHS={} distinct graphs are compiled already; this one {}", options_.max_graphs, why));
+  }
+  log_.record(graph);
+
+  if (options_.disk_cache.enabled()) {
+    absl::StatusOr<codegen::CompileCache::Entry> cached = load_from_disk(graph, key);
+    if (cached.ok() && *cached != nullptr) {
+      LAZYJIT_LOG(info, "loaded graph {} from the disk cache ({} nodes, {:.1f} ms): {}", graph.key.to_hex(),
+                  graph.nodes.size(), nanoseconds_since(start) / 1e6, why);
+      return cached;
+    }
+  }
+
+  lowering::LoweredGraph lowered = lowering::lower_graph(graph, aliases);
+  const DumpDir& dump = options_.dump_dir;
+  if (dump.enabled()) {
+    dump.write(graph.key, ".ljir", ir::print_graph(graph, {.with_key = true, .with_values = true}));
+    dump.write(graph.key, ".ll", module_text(*lowered.module));
+  }
+  codegen::JitCompiler::Artifacts artifacts{.with_text = dump.enabled()};
+  const bool want_artifacts = dump.enabled() || options_.disk_cache.enabled();
+  auto code = compiler_.compile(std::move(lowered), want_artifacts ? &artifacts : nullptr);
+  if (!code.ok()) return code.status();
+  if (dump.enabled()) {
+    dump.write(graph.key, ".opt.ll", artifacts.optimized_ir);
+    dump.write(graph.key, ".s", artifacts.assembly);
+  }
+  if (options_.disk_cache.enabled()) {
+    if (absl::Status stored = options_.disk_cache.store(key, artifacts.object); !stored.ok()) {
+      warn_once(fmt::format("disk cache: {}", std::string(stored.message())));
+    }
+  }
+  const int64_t ns = nanoseconds_since(start);
+  counters_.compiles.fetch_add(1, std::memory_order_relaxed);
+  counters_.compile_ns.fetch_add(ns, std::memory_order_relaxed);
+  const size_t kernels = (*code)->kernels().size();
+  LAZYJIT_LOG(info, "compiled graph {} ({} nodes, {} kernel{}, {:.1f} ms): {}", graph.key.to_hex(), graph.nodes.size(),
+              kernels, kernels == 1 ? "" : "s", ns / 1e6, why);
+  return code;
+}
+
+}  // namespace lazyjit::runtime

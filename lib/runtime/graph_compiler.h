@@ -1,0 +1,49 @@
+// GraphCompiler: the compile-cache miss path: check, explain, load from disk or compile,
+// dump. One per runtime; the GraphExecutor calls it through the CompileCache.
+#pragma once
+
+#include <mutex>
+#include <span>
+#include <string>
+
+#include "absl/container/flat_hash_set.h"
+#include "codegen/compile_cache.h"
+#include "codegen/disk_cache.h"
+#include "codegen/jit_compiler.h"
+#include "runtime/compile_log.h"
+#include "runtime/counters.h"
+#include "runtime/dump_dir.h"
+
+namespace lazyjit::runtime {
+
+struct CompileOptions {
+  DumpDir dump_dir{""};                    ///< LAZYJIT_DUMP_DIR
+  codegen::DiskCache disk_cache{""};       ///< LAZYJIT_CACHE_DIR
+  int64_t max_graphs = 0;                  ///< LAZYJIT_MAX_GRAPHS; 0: no limit
+};
+
+class GraphCompiler {
+ public:
+  GraphCompiler(codegen::JitCompiler& compiler, RuntimeCounters& counters, CompileOptions options)
+      : compiler_(compiler), counters_(counters), options_(std::move(options)) {}
+
+  /// Compiled code for `graph` with `aliases` (its cache key is `key`): verified, checked
+  /// against the recompilation guardrail, loaded from the disk cache when a valid object is
+  /// there (no LLVM work), else lowered, compiled, stored on disk and dumped. Logs why it
+  /// compiled at info level. A bad disk-cache file is reported once and replaced.
+  absl::StatusOr<codegen::CompileCache::Entry> compile(const ir::Graph& graph, std::span<const lowering::Alias> aliases,
+                                                       const ir::Hash128& key);
+
+ private:
+  absl::StatusOr<codegen::CompileCache::Entry> load_from_disk(const ir::Graph& graph, const ir::Hash128& key);
+  void warn_once(const std::string& what);
+
+  codegen::JitCompiler& compiler_;
+  RuntimeCounters& counters_;
+  CompileOptions options_;
+  CompileLog log_;
+  std::mutex warned_mutex_;
+  absl::flat_hash_set<std::string> warned_;
+};
+
+}  // namespace lazyjit::runtime
