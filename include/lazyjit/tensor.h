@@ -99,6 +99,13 @@ class Tensor {
   Tensor& operator/=(Scalar other);
   /// Copies `src` (broadcast to this shape, converted to this dtype) into this tensor.
   Tensor& copy_(const Tensor& src);
+  /// Named forms of the in-place updates, as in PyTorch: `t.add_(u)` is `t += u`.
+  Tensor& add_(const Tensor& other) { return *this += other; }
+  Tensor& add_(Scalar other) { return *this += other; }
+  Tensor& mul_(const Tensor& other) { return *this *= other; }
+  Tensor& mul_(Scalar other) { return *this *= other; }
+  /// Sets every element to zero.
+  Tensor& zero_();
 
   /// "Tensor(float32[2,3])"; does not materialise.
   std::string to_string() const;

@@ -24,37 +24,69 @@ bool owned_by_graph_alone(const ir::Graph& graph, int slot) {
 std::vector<lowering::Alias> plan_donations(const ir::Graph& graph, const std::vector<lowering::KernelSpec>& kernels) {
   std::vector<lowering::Alias> aliases;
   if (graph.parameters.empty()) return aliases;
-  // Which kernels read each parameter slot.
-  std::vector<int> readers(graph.parameters.size(), 0);
-  std::vector<int> reader(graph.parameters.size(), -1);
+  // readers[slot][k]: whether kernel k reads parameter `slot`.
+  std::vector<std::vector<bool>> readers(graph.parameters.size(), std::vector<bool>(kernels.size(), false));
+  std::vector<int> kernel_of_result(graph.roots.size(), -1);
   for (size_t k = 0; k < kernels.size(); ++k) {
+    for (int r : kernels[k].results) kernel_of_result[r] = static_cast<int>(k);
     const std::vector<bool> needed = lowering::nodes_needed_by(graph, kernels[k]);
     for (size_t i = 0; i < graph.nodes.size(); ++i) {
-      const int slot = graph.parameter_slot[i];
-      if (!needed[i] || slot < 0 || reader[slot] == static_cast<int>(k)) continue;
-      ++readers[slot];
-      reader[slot] = static_cast<int>(k);
+      if (needed[i] && graph.parameter_slot[i] >= 0) readers[graph.parameter_slot[i]][k] = true;
     }
   }
+  // Candidates: each dead buffer to the first result of its shape and dtype.
   std::vector<bool> donated(graph.parameters.size(), false);
-  for (size_t k = 0; k < kernels.size(); ++k) {
-    for (int r : kernels[k].results) {
-      const ir::Node& result = *graph.nodes[graph.roots[r]];
-      if (result.op() == ir::OpKind::Parameter) continue;  // a copy of an input: keep both
-      for (size_t slot = 0; slot < graph.parameters.size(); ++slot) {
-        const ir::Node& parameter = *graph.parameters[slot];
-        if (donated[slot] || readers[slot] != 1 || reader[slot] != static_cast<int>(k) ||
-            parameter.dtype() != result.dtype() || parameter.shape() != result.shape() ||
-            !owned_by_graph_alone(graph, static_cast<int>(slot))) {
-          continue;
-        }
-        donated[slot] = true;
-        aliases.push_back({r, static_cast<int>(slot)});
+  for (size_t r = 0; r < graph.roots.size(); ++r) {
+    const ir::Node& result = *graph.nodes[graph.roots[r]];
+    if (result.op() == ir::OpKind::Parameter) continue;  // a copy of an input: keep both
+    for (size_t slot = 0; slot < graph.parameters.size(); ++slot) {
+      const ir::Node& parameter = *graph.parameters[slot];
+      if (donated[slot] || parameter.dtype() != result.dtype() || parameter.shape() != result.shape() ||
+          !owned_by_graph_alone(graph, static_cast<int>(slot))) {
+        continue;
+      }
+      donated[slot] = true;
+      aliases.push_back({static_cast<int>(r), static_cast<int>(slot)});
+      break;
+    }
+  }
+  // Kernels that write a donated buffer run last (donation_order), so any other kernel
+  // reading that buffer must not write one itself: drop donations until that holds.
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::vector<bool> writer(kernels.size(), false);
+    for (const lowering::Alias& a : aliases) writer[kernel_of_result[a.result]] = true;
+    for (auto it = aliases.begin(); it != aliases.end(); ++it) {
+      const int k = kernel_of_result[it->result];
+      bool conflict = false;
+      for (size_t other = 0; other < kernels.size(); ++other) {
+        conflict |= static_cast<int>(other) != k && writer[other] && readers[it->parameter][other];
+      }
+      if (conflict) {
+        aliases.erase(it);
+        changed = true;
         break;
       }
     }
   }
   return aliases;
+}
+
+std::vector<size_t> donation_order(const std::vector<lowering::KernelSpec>& kernels,
+                                   std::span<const lowering::Alias> aliases) {
+  std::vector<bool> writer(kernels.size(), false);
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    for (int r : kernels[k].results) {
+      for (const lowering::Alias& a : aliases) writer[k] = writer[k] || a.result == r;
+    }
+  }
+  std::vector<size_t> order;
+  for (bool writers : {false, true}) {
+    for (size_t k = 0; k < kernels.size(); ++k) {
+      if (writer[k] == writers) order.push_back(k);
+    }
+  }
+  return order;
 }
 
 }  // namespace lazyjit::runtime

@@ -1,6 +1,7 @@
 // Donation planning at the step barrier: which results may take over an input's buffer.
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "ir/graph.h"
@@ -15,8 +16,14 @@ namespace lazyjit::runtime {
 ///    has been updated in place and no other tensor or graph still refers to its old value);
 ///  - shape and dtype match, so the kernel reads element i of the parameter in the same
 ///    iteration that writes element i of the result, before writing it;
-///  - no other kernel of the graph reads the parameter (it may run after the write).
+///  - every other kernel reading the parameter runs before the write: kernels that write a
+///    donated buffer run after all the others (donation_order), and do not read a buffer
+///    another of them writes.
 /// Each parameter is donated at most once. `kernels` is the graph's fusion plan.
 std::vector<lowering::Alias> plan_donations(const ir::Graph& graph, const std::vector<lowering::KernelSpec>& kernels);
+
+/// The order to run `kernels` in under `aliases`: those writing no donated buffer first.
+std::vector<size_t> donation_order(const std::vector<lowering::KernelSpec>& kernels,
+                                   std::span<const lowering::Alias> aliases);
 
 }  // namespace lazyjit::runtime

@@ -98,7 +98,7 @@ void GraphExecutor::execute(const ir::Graph& graph, const codegen::CompiledGraph
   buffers[lowering::scalar_table_index(num_parameters, num_results)] = scalars.data();
 
   const Clock::time_point start = Clock::now();
-  for (size_t k = 0; k < code.kernels().size(); ++k) {
+  for (size_t k : donation_order(code.kernels(), aliases)) {
     const ir::Shape& shape = graph.nodes[graph.roots[code.kernels()[k].iteration_result]]->shape();
     executor_.run(code.function(k), buffers.data(), shape.data(), ir::numel(shape));
   }

@@ -155,6 +155,12 @@ Tensor& Tensor::operator-=(Scalar other) { checked_impl("sub_"); return assign(*
 Tensor& Tensor::operator*=(Scalar other) { checked_impl("mul_"); return assign(*this, *this * other, "mul_"); }
 Tensor& Tensor::operator/=(Scalar other) { checked_impl("div_"); return assign(*this, *this / other, "div_"); }
 
+Tensor& Tensor::zero_() {
+  detail::TensorImpl& impl = checked_impl("zero_");
+  impl.set_ir(ir::make_scalar(ir::scalar_value(Scalar(0), impl.dtype()), impl.dtype(), impl.shape()));
+  return *this;
+}
+
 Tensor& Tensor::copy_(const Tensor& src) {
   detail::TensorImpl& impl = checked_impl("copy_");
   if (!src.defined()) throw Error("copy_: source tensor is undefined");

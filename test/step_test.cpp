@@ -1,0 +1,138 @@
+// The step barrier: in-place updates, donation at mark_step(), runtime scalars, and the
+// seeds/000 hazard (a value read twice around an in-place update does not change).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "lazyjit/lazyjit.h"
+#include "runtime/runtime.h"
+
+namespace lazyjit {
+namespace {
+
+using testing::ElementsAre;
+
+const void* buffer_of(const Tensor& t) { return t.impl()->data()->data(); }
+
+std::vector<float> iota(int64_t n, float start, float step) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[i] = start + step * static_cast<float>(i);
+  return v;
+}
+
+// A training-style loop: weights updated in place every step, the learning rate changed
+// every step, the batch size changed once. Compiles follow structures, not steps, learning
+// rates or batch sizes; every step writes each weight into its own old buffer.
+TEST(StepTest, TrainingLoopCompilesPerStructureAndUpdatesWeightsInPlace) {
+  runtime::Runtime::get().cache().clear();
+  constexpr int64_t kFeatures = 16;
+  std::vector<float> w_host = iota(kFeatures, -1.0f, 0.125f), b_host = iota(kFeatures, 0.5f, -0.0625f);
+  Tensor w = Tensor::from_vector(w_host, {kFeatures});
+  Tensor b = Tensor::from_vector(b_host, {kFeatures});
+  const Metrics start = metrics();
+  const void* w_buffer = nullptr;
+  const void* b_buffer = nullptr;
+  int64_t allocated_after_warmup = -1;
+  for (int step = 0; step < 12; ++step) {
+    const int64_t batch = step < 6 ? 4 : 7;
+    const std::vector<float> x_host = iota(batch * kFeatures, -2.0f, 0.03125f * (step + 1));
+    const double lr = 0.1 / (step + 1);
+    Tensor x = Tensor::from_vector(x_host, {batch, kFeatures});
+    Tensor y = relu(x * w + b);  // forward: reads the weights before the update
+    w -= lr * (w * 0.5 + 0.1);
+    b -= lr * b;
+    mark_step();
+
+    for (int64_t i = 0; i < batch * kFeatures; ++i) {  // the forward pass saw the old weights
+      const float want = std::max(x_host[i] * w_host[i % kFeatures] + b_host[i % kFeatures], 0.0f);
+      ASSERT_NEAR(y.to_vector<float>()[i], want, 1e-5) << "step " << step << " element " << i;
+    }
+    for (int64_t f = 0; f < kFeatures; ++f) {
+      w_host[f] -= static_cast<float>(lr) * (w_host[f] * 0.5f + 0.1f);
+      b_host[f] -= static_cast<float>(lr) * b_host[f];
+    }
+    EXPECT_THAT(w.to_vector<float>(), testing::Pointwise(testing::FloatNear(1e-5), w_host)) << "step " << step;
+    EXPECT_THAT(b.to_vector<float>(), testing::Pointwise(testing::FloatNear(1e-5), b_host)) << "step " << step;
+    if (step == 0) {
+      w_buffer = buffer_of(w);
+      b_buffer = buffer_of(b);
+    }
+    EXPECT_EQ(buffer_of(w), w_buffer) << "step " << step << ": w did not stay in its buffer";
+    EXPECT_EQ(buffer_of(b), b_buffer) << "step " << step << ": b did not stay in its buffer";
+    if (step == 2) allocated_after_warmup = metrics().bytes_allocated;
+    if (step == 5) EXPECT_EQ(metrics().bytes_allocated, allocated_after_warmup) << "steady steps allocate nothing";
+  }
+  const Metrics end = metrics();
+  // One structure: the batch size is a size, not part of the key, and the first step donates
+  // too (from_vector's buffers are dead once w and b are updated in place).
+  EXPECT_EQ(end.compiles - start.compiles, 1);
+  EXPECT_EQ(end.donations - start.donations, 2 * 12) << "w and b, every step";
+}
+
+// seeds/000: a tensor read twice around an in-place update shows the right value both times,
+// whether it was computed before the barrier or in it.
+TEST(StepTest, ValueReadTwiceAroundAnInPlaceUpdateDoesNotChange) {
+  Tensor w = Tensor::from_vector<float>({1, 2, 3}, {3});
+  Tensor in_step = w * 2.0;  // pending: materialised by the same barrier as the update
+  Tensor before = w * 1.0;
+  sync({before});  // materialised before the update
+  EXPECT_THAT(before.to_vector<float>(), ElementsAre(1, 2, 3));
+  Tensor copy = w.to(DType::Float32);  // the same value as w, as a tensor of its own
+  w += 1.0;
+  mark_step();
+  EXPECT_THAT(w.to_vector<float>(), ElementsAre(2, 3, 4));
+  EXPECT_THAT(in_step.to_vector<float>(), ElementsAre(2, 4, 6));
+  EXPECT_THAT(before.to_vector<float>(), ElementsAre(1, 2, 3));
+  EXPECT_THAT(copy.to_vector<float>(), ElementsAre(1, 2, 3));
+  w *= 10.0;
+  mark_step();
+  EXPECT_THAT(before.to_vector<float>(), ElementsAre(1, 2, 3));  // read again: unchanged
+  EXPECT_THAT(copy.to_vector<float>(), ElementsAre(1, 2, 3));
+  EXPECT_THAT(w.to_vector<float>(), ElementsAre(20, 30, 40));
+}
+
+// Outside the barrier nothing is donated: to_vector and sync keep every input intact.
+TEST(StepTest, NoDonationOutsideTheBarrier) {
+  Tensor w = Tensor::from_vector<float>({1, 2, 3, 4}, {4});
+  const void* old_buffer = buffer_of(w);
+  const int64_t donations = metrics().donations;
+  w += 1.0;
+  sync({w});
+  EXPECT_NE(buffer_of(w), old_buffer);
+  w -= 0.5;
+  EXPECT_THAT(w.to_vector<float>(), ElementsAre(1.5, 2.5, 3.5, 4.5));
+  EXPECT_EQ(metrics().donations, donations);
+}
+
+// A buffer someone else still reads is never donated: another handle's data, a second
+// graph's input, or an input read by a kernel of another shape after the update.
+TEST(StepTest, SharedBuffersAreNotDonated) {
+  Tensor w = Tensor::from_vector<float>({1, 2}, {2});
+  Tensor keep = w.to(DType::Float32);  // pending over w's leaf
+  const int64_t donations = metrics().donations;
+  w += 1.0;
+  Tensor wide = Tensor::from_vector<float>({0, 0, 0, 0}, {2, 2}) + w;  // reads the new w
+  mark_step();
+  // Only the temporary [2,2] input is dead, and goes to `wide`; keep still reads w's old buffer.
+  EXPECT_EQ(metrics().donations, donations + 1);
+  EXPECT_THAT(keep.to_vector<float>(), ElementsAre(1, 2));
+  EXPECT_THAT(wide.to_vector<float>(), ElementsAre(2, 3, 2, 3));
+}
+
+// In-place ops keep identity; zero_, add_, mul_ and copy_ are the named forms.
+TEST(StepTest, NamedInPlaceOps) {
+  Tensor t = Tensor::from_vector<float>({1, 2, 3}, {3});
+  Tensor alias = t;
+  t.add_(Tensor::from_vector<float>({1, 1, 1}, {3})).mul_(2.0);
+  EXPECT_THAT(alias.to_vector<float>(), ElementsAre(4, 6, 8));
+  t.zero_();
+  EXPECT_THAT(alias.to_vector<float>(), ElementsAre(0, 0, 0));
+  t.copy_(full({3}, 7.0));
+  EXPECT_THAT(alias.to_vector<float>(), ElementsAre(7, 7, 7));
+  EXPECT_TRUE(alias.is_same(t));
+}
+
+}  // namespace
+}  // namespace lazyjit
