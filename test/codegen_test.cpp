@@ -4,6 +4,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <unistd.h>
 #include <latch>
 #include <memory>
 #include <stdexcept>
@@ -18,7 +22,7 @@
 #include "ir/builder.h"
 #include "ir/graph.h"
 #include "ir/interpreter.h"
-#include "llvm/ExecutionEngine/Orc/Core.h"  // ResourceTracker, for CompiledGraphs without code
+#include "codegen/disk_cache.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/Support/raw_ostream.h"
 #include "lowering/fusion.h"
@@ -507,6 +511,93 @@ TEST(JitCompilerTest, OptimizeVectorisesFloatLoops) {
   std::string text;
   llvm::raw_string_ostream(text) << *lowered.module;
   EXPECT_THAT(text, HasSubstr(" x float>"));
+}
+
+}  // namespace
+}  // namespace lazyjit::codegen
+
+namespace lazyjit::codegen {
+namespace {
+
+class DiskCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    directory_ = std::filesystem::temp_directory_path() /
+                 ("lazyjit-disk-cache-" + std::to_string(::getpid()) + "-" +
+                  testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(directory_);
+  }
+  void TearDown() override { std::filesystem::remove_all(directory_); }
+  std::string error_of(const ir::Hash128& key) {
+    auto loaded = cache().load(key);
+    return loaded.ok() ? "<ok>" : std::string(loaded.status().message());
+  }
+  DiskCache cache() const { return DiskCache(directory_.string()); }
+  void rewrite(const ir::Hash128& key, const std::function<void(std::string&)>& edit) {
+    const std::string path = cache().path_of(key);
+    std::ifstream in(path, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    edit(bytes);
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  }
+  std::filesystem::path directory_;
+};
+
+TEST_F(DiskCacheTest, StoresAndLoadsObjects) {
+  const ir::Hash128 key{1, 2};
+  auto missing = cache().load(key);
+  ASSERT_TRUE(missing.ok());
+  EXPECT_FALSE(missing->has_value());
+  ASSERT_TRUE(cache().store(key, std::string("object\0bytes", 12)).ok());
+  auto loaded = cache().load(key);
+  ASSERT_TRUE(loaded.ok() && loaded->has_value());
+  EXPECT_EQ(**loaded, std::string("object\0bytes", 12));
+}
+
+TEST_F(DiskCacheTest, DamagedFilesAreErrorsThatSayWhat) {
+  const ir::Hash128 key{3, 4};
+  ASSERT_TRUE(cache().store(key, "0123456789").ok());
+  const std::string path = cache().path_of(key);
+  rewrite(key, [](std::string& b) { b.resize(b.size() - 3); });
+  EXPECT_EQ(error_of(key), "cache file " + path + " is truncated (7 of 10 payload bytes)");
+  ASSERT_TRUE(cache().store(key, "0123456789").ok());
+  rewrite(key, [](std::string& b) { b.back() ^= 1; });
+  EXPECT_EQ(error_of(key), "cache file " + path + " is corrupt (checksum mismatch)");
+  rewrite(key, [](std::string& b) { b[0] = 'X'; });
+  EXPECT_EQ(error_of(key), "cache file " + path + " is not a lazyjit object (bad magic)");
+  rewrite(key, [](std::string& b) { b.resize(5); });
+  EXPECT_EQ(error_of(key), "cache file " + path + " is truncated (5 bytes, no header)");
+  // Another key's file under this name (copied or renamed by hand).
+  const ir::Hash128 other{5, 6};
+  ASSERT_TRUE(cache().store(other, "x").ok());
+  std::filesystem::copy_file(cache().path_of(other), path, std::filesystem::copy_options::overwrite_existing);
+  EXPECT_EQ(error_of(key), "cache file " + path + " is another key's (renamed or copied)");
+  ASSERT_TRUE(cache().store(key, "fresh").ok());  // replaced
+  EXPECT_EQ(**cache().load(key), "fresh");
+}
+
+TEST_F(DiskCacheTest, ConcurrentWritersNeverLeaveAHalfWrittenFile) {
+  const ir::Hash128 key{7, 8};
+  std::atomic<bool> stop{false};
+  std::atomic<int> bad{0};
+  std::thread reader([&] {
+    while (!stop) {
+      auto loaded = cache().load(key);
+      if (!loaded.ok()) ++bad;
+    }
+  });
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 4; ++w) {
+    writers.emplace_back([&, w] {
+      const std::string object(100000 + w, static_cast<char>('a' + w));
+      for (int i = 0; i < 20; ++i) EXPECT_TRUE(cache().store(key, object).ok());
+    });
+  }
+  for (auto& t : writers) t.join();
+  stop = true;
+  reader.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_TRUE(cache().load(key).ok());
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/builder.h"
+#include "lazyjit/error.h"
 #include "runtime/allocator.h"
 #include "runtime/executor.h"
 #include "runtime/graph_executor.h"
@@ -353,6 +354,39 @@ TEST_F(GraphExecutorTest, ResultsAreFreshAlignedBuffers) {
   EXPECT_TRUE(aligned(y->data()->data(), 64));
   EXPECT_NE(y->data()->data(), x->data()->data());
   EXPECT_THAT(values(*x), ElementsAre(1, 2, 3));
+}
+
+}  // namespace
+}  // namespace lazyjit::runtime
+
+namespace lazyjit::runtime {
+namespace {
+
+// The recompilation guardrail: past LAZYJIT_MAX_GRAPHS distinct graphs, a compile is an
+// Error that names how the graph differs from the nearest one compiled.
+class GuardrailTest : public GraphExecutorTest {
+ protected:
+  void SetUp() override {
+    GraphExecutorTest::SetUp();
+    graph_executor_ = std::make_unique<GraphExecutor>(*compiler_, cache_, executor_, allocator_, live_, counters_,
+                                                      CompileOptions{.max_graphs = 2});
+  }
+};
+
+TEST_F(GuardrailTest, TheThirdDistinctGraphIsAnErrorNamingTheDifference) {
+  graph_executor_->sync({pending(ir::OpKind::Mul, {input({1, 2})->ir_value(), scalar(2.0)})});
+  graph_executor_->sync({pending(ir::OpKind::Add, {input({1, 2})->ir_value(), scalar(2.0)})});
+  // The first graph again (evicted from this one-entry cache): not a new distinct graph.
+  graph_executor_->sync({pending(ir::OpKind::Mul, {input({3, 4})->ir_value(), scalar(5.0)})});
+  try {
+    graph_executor_->sync({pending(ir::OpKind::Sub, {input({1, 2})->ir_value(), scalar(2.0)})});
+    FAIL() << "expected the guardrail to stop the third distinct graph";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), testing::HasSubstr("LAZYJIT_MAX_GRAPHS=2 distinct graphs are compiled already; this one "
+                                             "differs from graph "));
+    EXPECT_THAT(e.what(), testing::HasSubstr("at node %2 (sub): op sub float32[N], cached "));
+  }
+  EXPECT_EQ(counters_.compiles.load(), 3);
 }
 
 }  // namespace

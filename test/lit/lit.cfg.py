@@ -11,11 +11,15 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.lazyjit_binary_dir, "test", "lit")
 
 # lazyjit-dump and the test programs first, then LLVM's FileCheck and not.
-path = os.pathsep.join([config.lazyjit_tools_dir, config.lazyjit_programs_dir, config.llvm_tools_dir,
+path = os.pathsep.join([config.lazyjit_tools_dir, config.lazyjit_programs_dir, config.lazyjit_examples_dir,
+                        config.llvm_tools_dir,
                         config.environment.get("PATH", os.environ.get("PATH", ""))])
 config.environment["PATH"] = path
-for name in ("LAZYJIT_LOG_LEVEL", "LAZYJIT_DUMP_DIR", "LAZYJIT_CACHE_SIZE"):
+for name in ("LAZYJIT_LOG_LEVEL", "LAZYJIT_DUMP_DIR", "LAZYJIT_CACHE_SIZE", "LAZYJIT_CACHE_DIR", "LAZYJIT_MAX_GRAPHS"):
     os.environ.pop(name, None)
+
+if os.path.exists(os.path.join(config.lazyjit_examples_dir, "batchnorm_gelu")):
+    config.available_features.add("examples")
 
 with open("/proc/cpuinfo") as cpuinfo:
     if " avx512f" in cpuinfo.read():
