@@ -37,6 +37,7 @@ std::vector<NodePtr> random_graph(uint64_t seed) {
   std::vector<NodePtr> pool = {leaf(rng, kDTypes[rng() % 5], {3, 4}), leaf(rng, kDTypes[rng() % 5], {4}),
                                leaf(rng, kDTypes[rng() % 5], {3, 1}),
                                make_scalar(Scalar(0.25 * static_cast<double>(rng() % 9)), DType::Float32),
+                               make_constant(ScalarValue::of_int(static_cast<int64_t>(rng() % 5)), DType::Int32, {}),
                                *make_arange(4, DType::Int32)};
   for (int step = 0; step < 16; ++step) {
     const auto op = static_cast<OpKind>(rng() % kNumOps);

@@ -136,3 +136,32 @@ TEST(StepTest, NamedInPlaceOps) {
 
 }  // namespace
 }  // namespace lazyjit
+
+namespace lazyjit {
+namespace {
+
+// Numbers are runtime parameters unless marked constant: a new learning rate reuses the
+// code, a new constant compiles a kernel with the value folded in.
+TEST(StepTest, ScalarsAreParametersUnlessMarkedConstant) {
+  runtime::Runtime::get().cache().clear();
+  Tensor x = Tensor::from_vector<float>({1, 2, 3}, {3});
+  const int64_t compiles = metrics().compiles;
+  for (double lr : {0.5, 0.25, 0.125}) {
+    EXPECT_THAT((x * lr).to_vector<float>(), ElementsAre(lr, 2 * lr, 3 * lr));
+  }
+  EXPECT_EQ(metrics().compiles - compiles, 1);
+  for (double c : {2.0, 3.0}) {
+    EXPECT_THAT((x * constant(c)).to_vector<float>(), ElementsAre(c, 2 * c, 3 * c));
+  }
+  EXPECT_EQ(metrics().compiles - compiles, 3);
+  EXPECT_THAT((x * constant(2.0)).to_vector<float>(), ElementsAre(2, 4, 6));  // cached
+  EXPECT_EQ(metrics().compiles - compiles, 3);
+  const std::string ir = dump({x * constant(2.0)}, DumpFormat::LazyIr);
+  EXPECT_THAT(ir, testing::HasSubstr("= constant 2 : float32[]"));
+  const std::string llvm = dump({x * constant(2.0)}, DumpFormat::LlvmIr);
+  EXPECT_THAT(llvm, testing::HasSubstr("fmul float %"));
+  EXPECT_THAT(llvm, testing::HasSubstr(", 2.000000e+00"));
+}
+
+}  // namespace
+}  // namespace lazyjit

@@ -21,6 +21,15 @@ class Scalar {
   template <std::floating_point T>
   Scalar(T value) : kind_(Kind::Floating), float_(static_cast<double>(value)) {}  // NOLINT
 
+  /// This number compiled into the kernel instead of passed at run time: LLVM can fold it
+  /// (x * 1.0, x + 0.0), but every new value compiles a new kernel. Opt-in; see constant().
+  Scalar as_constant() const {
+    Scalar s = *this;
+    s.constant_ = true;
+    return s;
+  }
+  bool is_constant() const { return constant_; }
+
   Kind kind() const { return kind_; }
   bool is_floating() const { return kind_ == Kind::Floating; }
   double to_double() const { return is_floating() ? float_ : static_cast<double>(int_); }
@@ -28,10 +37,14 @@ class Scalar {
 
  private:
   Kind kind_;
+  bool constant_ = false;
   union {
     int64_t int_;
     double float_;
   };
 };
+
+/// `value` as a compile-time constant: `x * lazyjit::constant(2.0)`.
+inline Scalar constant(Scalar value) { return value.as_constant(); }
 
 }  // namespace lazyjit

@@ -26,6 +26,12 @@ NodePtr make_scalar(ScalarValue value, DType dtype, Shape shape) {
   return node;
 }
 
+NodePtr make_constant(ScalarValue value, DType dtype, Shape shape) {
+  auto node = std::make_shared<Node>(OpKind::Constant, dtype, std::move(shape), Node::Operands{});
+  node->scalar_ = value;
+  return node;
+}
+
 absl::Status check_scalar_fits(std::string_view op, Scalar value, DType dtype) {
   auto fits = [&]<class T>() {
     using L = std::numeric_limits<T>;

@@ -13,6 +13,9 @@ namespace lazyjit::ir {
 NodePtr make_parameter(BackendDataPtr data);
 /// A leaf with a runtime value, splatted to `shape`.
 NodePtr make_scalar(ScalarValue value, DType dtype, Shape shape);
+/// A leaf whose value is compiled into the kernel (and so part of the graph key): for values
+/// that never change, where a constant lets LLVM fold (x * 1.0, x ** 2).
+NodePtr make_constant(ScalarValue value, DType dtype, Shape shape);
 /// Whether a user's number can become a `dtype` value: integers must be in range, floats
 /// finite and in range for an integer dtype, finite values in range for float32 (inf and
 /// NaN pass). Error: "add: scalar 3000000000 does not fit int32".

@@ -63,6 +63,8 @@ class GraphBuilder {
       words_.push_back(slot);
     } else if (node->op() == OpKind::Scalar) {
       graph_.scalars.push_back(i);
+    } else if (node->op() == OpKind::Constant) {
+      words_.push_back(static_cast<uint64_t>(node->scalar().i));  // the value is compiled in
     }
     graph_.parameter_slot.push_back(slot);
   }

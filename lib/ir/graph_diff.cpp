@@ -9,7 +9,7 @@ namespace {
 
 bool same_entry(const GraphSignature::Entry& a, const GraphSignature::Entry& b) {
   return a.op == b.op && a.dtype == b.dtype && a.rank == b.rank && a.unit_dims == b.unit_dims &&
-         a.operands == b.operands && a.parameter_slot == b.parameter_slot;
+         a.operands == b.operands && a.parameter_slot == b.parameter_slot && a.constant_bits == b.constant_bits;
 }
 
 /// "[N,1,N]": which dims are 1, the part of a shape the key sees.
@@ -41,6 +41,9 @@ std::string what_differs(const GraphSignature::Entry& a, const GraphSignature::E
   if (a.operands != b.operands) {
     return fmt::format("operands {}, cached {}", operand_list(a.operands), operand_list(b.operands));
   }
+  if (a.constant_bits != b.constant_bits) {
+    return "a different constant value (constants are compiled in; a runtime scalar would not recompile)";
+  }
   return fmt::format("reads parameter {}, cached parameter {} (which inputs are the same buffer differs)",
                      a.parameter_slot, b.parameter_slot);
 }
@@ -52,7 +55,9 @@ GraphSignature signature_of(const Graph& graph) {
   s.nodes.reserve(graph.nodes.size());
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const Node& node = *graph.nodes[i];
-    s.nodes.push_back({node.op(), node.dtype(), node.rank(), node.unit_dims(), graph.operands[i], graph.parameter_slot[i]});
+    const int64_t bits = node.op() == OpKind::Constant ? node.scalar().i : 0;
+    s.nodes.push_back(
+        {node.op(), node.dtype(), node.rank(), node.unit_dims(), graph.operands[i], graph.parameter_slot[i], bits});
   }
   return s;
 }

@@ -20,6 +20,7 @@ struct GraphSignature {
     uint64_t unit_dims;
     absl::InlinedVector<int, 3> operands;
     int parameter_slot;
+    int64_t constant_bits;  ///< Constant leaves: the value compiled in
   };
   Hash128 key;
   std::vector<Entry> nodes;

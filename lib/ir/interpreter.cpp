@@ -69,6 +69,7 @@ HostTensor eval_leaf(const Node& node) {
       if (n > 0) std::memcpy(out.bytes.data(), node.data()->data(), out.bytes.size());
       break;
     case OpKind::Scalar:
+    case OpKind::Constant:
       dispatch_dtype(node.dtype(), [&]<class T>(T) {
         const T v = is_floating(node.dtype()) ? static_cast<T>(node.scalar().f)
                                               : semantics::convert<T>(node.scalar().i);

@@ -50,7 +50,7 @@ class Node : public std::enable_shared_from_this<Node> {
 
   /// Parameter leaves: the buffer they read.
   const BackendDataPtr& data() const { return data_; }
-  /// Scalar leaves: the runtime value.
+  /// Scalar and Constant leaves: the value.
   ScalarValue scalar() const { return scalar_; }
 
   /// What the cache key sees of this node alone: op, dtype, rank (sizes are not part of it).
@@ -70,6 +70,7 @@ class Node : public std::enable_shared_from_this<Node> {
  private:
   friend NodePtr make_parameter(BackendDataPtr data);
   friend NodePtr make_scalar(ScalarValue value, DType dtype, Shape shape);
+  friend NodePtr make_constant(ScalarValue value, DType dtype, Shape shape);
 
   static constexpr uint32_t kMaxSizeBound = 1u << 16;
 

@@ -238,7 +238,7 @@ class Parser {
   absl::StatusOr<NodePtr> node_of(OpKind op, const Token& op_token) {
     switch (op) {
       case OpKind::Parameter: return parameter();
-      case OpKind::Scalar: return scalar();
+      case OpKind::Scalar: case OpKind::Constant: return scalar(op);
       default: return computed(op, op_token);
     }
   }
@@ -302,8 +302,8 @@ class Parser {
     return absl::OkStatus();
   }
 
-  /// "scalar VALUE : TYPE": the value is read once the type says how.
-  absl::StatusOr<NodePtr> scalar() {
+  /// "scalar VALUE : TYPE" or "constant VALUE : TYPE": the value is read once the type says how.
+  absl::StatusOr<NodePtr> scalar(OpKind op) {
     const Token value = token_;
     if (value.kind != Token::Kind::Number && value.kind != Token::Kind::Word) return expected("the scalar's value");
     take();
@@ -313,7 +313,7 @@ class Parser {
     auto [dtype, shape] = *std::move(t);
     std::optional<ScalarValue> v = literal_value(value, dtype);
     if (!v) return error_at(value, fmt::format("expected a {} literal, got {}", dtype_name(dtype), describe(value)));
-    return make_scalar(*v, dtype, std::move(shape));
+    return op == OpKind::Constant ? make_constant(*v, dtype, std::move(shape)) : make_scalar(*v, dtype, std::move(shape));
   }
 
   absl::StatusOr<NodePtr> computed(OpKind op, const Token& op_token) {

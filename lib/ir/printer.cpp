@@ -46,7 +46,9 @@ std::string print_graph(const Graph& graph, PrintOptions options) {
     const Node& node = *graph.nodes[i];
     fmt::format_to(std::back_inserter(out), "  %{} = {}", i, op_name(node.op()));
     if (node.op() == OpKind::Parameter) fmt::format_to(std::back_inserter(out), " {}", graph.parameter_slot[i]);
-    if (node.op() == OpKind::Scalar) fmt::format_to(std::back_inserter(out), " {}", scalar_string(node));
+    if (node.op() == OpKind::Scalar || node.op() == OpKind::Constant) {
+      fmt::format_to(std::back_inserter(out), " {}", scalar_string(node));
+    }
     const char* sep = " ";
     for (int operand : graph.operands[i]) {
       fmt::format_to(std::back_inserter(out), "{}%{}", sep, operand);

@@ -155,6 +155,13 @@ class KernelEmitter {
                                  "scalar" + std::to_string(k));
       values_[n] = emit_convert(b_, raw, slot, dtype);
     }
+    for (size_t n = 0; n < graph_.nodes.size(); ++n) {
+      const ir::Node& node = *graph_.nodes[n];
+      if (!needed_[n] || node.op() != ir::OpKind::Constant) continue;
+      llvm::Type* type = value_type(ctx_, node.dtype());
+      values_[n] = is_floating(node.dtype()) ? llvm::ConstantFP::get(type, node.scalar().f)
+                                             : llvm::ConstantInt::get(type, node.scalar().i, /*isSigned=*/true);
+    }
   }
 
   void emit_loops() {

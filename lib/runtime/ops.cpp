@@ -31,6 +31,7 @@ void check_fits(std::string_view op, Scalar s, DType dtype) {
 ir::NodePtr scalar_like(Scalar s, const Tensor& like, OpKind op) {
   const DType dtype = ir::weak_scalar_dtype(s.kind(), value_of(like, op)->dtype());
   check_fits(ir::op_name(op), s, dtype);
+  if (s.is_constant()) return ir::make_constant(ir::scalar_value(s, dtype), dtype, {});
   return ir::make_scalar(s, dtype);
 }
 
