@@ -391,3 +391,22 @@ TEST_F(GuardrailTest, TheThirdDistinctGraphIsAnErrorNamingTheDifference) {
 
 }  // namespace
 }  // namespace lazyjit::runtime
+
+namespace lazyjit::runtime {
+namespace {
+
+// A bounded cache evicts the least recently used graph, and its code leaves memory once
+// nothing runs it.
+TEST_F(GraphExecutorTest, EvictedGraphsFreeTheirCode) {
+  ASSERT_EQ(compiler_->loaded_graphs(), 0);
+  for (ir::OpKind op : {ir::OpKind::Add, ir::OpKind::Sub, ir::OpKind::Mul, ir::OpKind::Div}) {
+    graph_executor_->sync({pending(op, {input({1, 2})->ir_value(), scalar(2.0)})});
+    EXPECT_EQ(compiler_->loaded_graphs(), 1) << "capacity 1: the previous graph's code is gone";
+  }
+  EXPECT_EQ(cache_.stats().evictions, 3);
+  cache_.clear();
+  EXPECT_EQ(compiler_->loaded_graphs(), 0);
+}
+
+}  // namespace
+}  // namespace lazyjit::runtime

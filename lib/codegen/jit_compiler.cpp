@@ -30,11 +30,16 @@ absl::Status to_status(llvm::Error error, std::string_view context) {
 }  // namespace
 
 CompiledGraph::CompiledGraph(std::vector<lowering::KernelSpec> kernels, std::vector<lowering::KernelFn> functions,
-                             llvm::orc::ExecutionSession* session, llvm::orc::JITDylib* dylib)
-    : kernels_(std::move(kernels)), functions_(std::move(functions)), session_(session), dylib_(dylib) {}
+                             llvm::orc::ExecutionSession* session, llvm::orc::JITDylib* dylib,
+                             std::atomic<int64_t>* loaded)
+    : kernels_(std::move(kernels)), functions_(std::move(functions)), session_(session), dylib_(dylib),
+      loaded_(loaded) {
+  if (loaded_ != nullptr) loaded_->fetch_add(1);
+}
 
 CompiledGraph::~CompiledGraph() {
   if (session_ != nullptr && dylib_ != nullptr) llvm::consumeError(session_->removeJITDylib(*dylib_));
+  if (loaded_ != nullptr) loaded_->fetch_sub(1);
 }
 
 JitCompiler::~JitCompiler() = default;
@@ -190,7 +195,7 @@ absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::load(std::vect
     functions.push_back(address->toPtr<lowering::KernelFn>());
   }
   return std::make_shared<const CompiledGraph>(std::move(kernels), std::move(functions), &jit_->getExecutionSession(),
-                                               &*dylib);
+                                               &*dylib, &loaded_);
 }
 
 }  // namespace lazyjit::codegen

@@ -1,6 +1,7 @@
 // JitCompiler: one LLJIT for the host CPU, the O2 pipeline with libmvec, and loaded kernels.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -27,7 +28,8 @@ namespace lazyjit::codegen {
 class CompiledGraph {
  public:
   CompiledGraph(std::vector<lowering::KernelSpec> kernels, std::vector<lowering::KernelFn> functions,
-                llvm::orc::ExecutionSession* session, llvm::orc::JITDylib* dylib);
+                llvm::orc::ExecutionSession* session, llvm::orc::JITDylib* dylib,
+                std::atomic<int64_t>* loaded = nullptr);
   ~CompiledGraph();
   CompiledGraph(const CompiledGraph&) = delete;
   CompiledGraph& operator=(const CompiledGraph&) = delete;
@@ -40,6 +42,7 @@ class CompiledGraph {
   std::vector<lowering::KernelFn> functions_;
   llvm::orc::ExecutionSession* session_;
   llvm::orc::JITDylib* dylib_;  // this graph's code; removed on destruction
+  std::atomic<int64_t>* loaded_;  // the compiler's count of graphs in memory
 };
 
 /// Compiles lowered graphs for the host CPU (name and features detected at start). Thread-safe:
@@ -53,6 +56,8 @@ class JitCompiler {
   /// Everything besides the graph that compiled code depends on: LLVM version, target CPU
   /// and features, optimisation level, kernel ABI version. Folded into every cache key.
   const ir::Hash128& fingerprint() const { return fingerprint_; }
+  /// Compiled graphs whose code is in memory now (an evicted graph leaves once unused).
+  int64_t loaded_graphs() const { return loaded_.load(); }
   /// "znver4 +avx512f,... O2" for reports.
   const std::string& target_description() const { return description_; }
 
@@ -91,6 +96,7 @@ class JitCompiler {
   std::string description_;
   std::mutex mutex_;              // serialises optimize/compile
   uint64_t loads_ = 0;            // graphs loaded, for unique JITDylib names
+  std::atomic<int64_t> loaded_{0};
   std::mutex errors_mutex_;
   std::string session_errors_;    // errors ORC reported while materialising
 };
