@@ -1,14 +1,28 @@
 #!/usr/bin/env bash
-# Builds the tests with AddressSanitizer + UndefinedBehaviorSanitizer and runs the gtest
-# suites under them (CI runs this after scripts/test.sh). Usage: scripts/sanitize.sh [DIR]
+# The tests under sanitizers (CI runs this after scripts/test.sh):
+#   ASan + UBSan: every gtest suite;
+#   TSan: the suites that exercise threads (caches, executor, tensors shared with mark_step).
+# Usage: scripts/sanitize.sh [BUILD_DIR_PREFIX]   (default: build; makes PREFIX-asan, PREFIX-tsan)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build_dir=${1:-build-asan}
-
+prefix=${1:-build}
 scripts/setup.sh
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLAZYJIT_BUILD_BENCHMARKS=OFF \
-  -DLAZYJIT_BUILD_EXAMPLES=OFF -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-cmake --build "$build_dir"
+
+configure() {  # DIR FLAGS
+  cmake -S . -B "$1" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLAZYJIT_BUILD_BENCHMARKS=OFF \
+    -DLAZYJIT_BUILD_EXAMPLES=OFF -DCMAKE_CXX_FLAGS="$2 -fno-omit-frame-pointer"
+}
+
+configure "$prefix-asan" "-fsanitize=address,undefined -fno-sanitize-recover=undefined"
+cmake --build "$prefix-asan"
 # LLVM keeps process-lifetime singletons, so leak checking is off; every other error aborts.
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)" -E '^lit$'
+  ctest --test-dir "$prefix-asan" --output-on-failure -j "$(nproc)" -E '^lit$'
+
+threaded=(lazyjit_api_test lazyjit_codegen_test lazyjit_runtime_test lazyjit_step_test)
+configure "$prefix-tsan" "-fsanitize=thread"
+cmake --build "$prefix-tsan" --target "${threaded[@]}"
+for suite in "${threaded[@]}"; do
+  echo "== $suite under ThreadSanitizer"
+  TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/test/tsan.supp" "$prefix-tsan/test/$suite" --gtest_brief=1
+done
