@@ -62,7 +62,9 @@ TEST(StepTest, TrainingLoopCompilesPerStructureAndUpdatesWeightsInPlace) {
     EXPECT_EQ(buffer_of(w), w_buffer) << "step " << step << ": w did not stay in its buffer";
     EXPECT_EQ(buffer_of(b), b_buffer) << "step " << step << ": b did not stay in its buffer";
     if (step == 2) allocated_after_warmup = metrics().bytes_allocated;
-    if (step == 5) EXPECT_EQ(metrics().bytes_allocated, allocated_after_warmup) << "steady steps allocate nothing";
+    if (step == 5) {
+      EXPECT_EQ(metrics().bytes_allocated, allocated_after_warmup) << "steady steps allocate nothing";
+    }
   }
   const Metrics end = metrics();
   // One structure: the batch size is a size, not part of the key, and the first step donates
