@@ -167,3 +167,31 @@ TEST(StepTest, ScalarsAreParametersUnlessMarkedConstant) {
 
 }  // namespace
 }  // namespace lazyjit
+
+namespace lazyjit {
+namespace {
+
+// The common step: a forward pass over a temporary input reads the weights, then the weights
+// are updated in place. The weights keep their buffers; the forward pass's output, which
+// could have taken the dead input's buffer, gives that up (it must run before the update).
+TEST(StepTest, WeightUpdatesKeepTheirDonationsNextToAForwardPass) {
+  Tensor w = Tensor::from_vector<float>({1, 2, 3, 4}, {4});
+  Tensor b = Tensor::from_vector<float>({0.5, 0.5, 0.5, 0.5}, {4});
+  const void* w_buffer = nullptr;
+  for (int step = 0; step < 3; ++step) {
+    const int64_t donations = metrics().donations;
+    Tensor y = relu(Tensor::from_vector<float>({1, -1, 2, -2, 1, -1, 2, -2}, {2, 4}) * w + b);  // a batch of 2
+    w -= 0.5 * w;
+    b -= 0.5 * b;
+    mark_step();
+    EXPECT_EQ(metrics().donations - donations, 2) << "step " << step;
+    if (step == 0) w_buffer = buffer_of(w);
+    EXPECT_EQ(buffer_of(w), w_buffer);
+    const float scale = std::pow(0.5f, static_cast<float>(step));
+    EXPECT_THAT(y.to_vector<float>(), ElementsAre(scale * 1.5f, 0.0f, scale * 6.5f, 0.0f, scale * 1.5f, 0.0f,
+                                                  scale * 6.5f, 0.0f));
+  }
+}
+
+}  // namespace
+}  // namespace lazyjit

@@ -20,7 +20,9 @@
 namespace lazyjit::codegen {
 namespace {
 
-inline constexpr uint64_t kKernelAbiVersion = 1;
+/// Bump when generated code changes for the same graph (lowering, ABI, runtime contract):
+/// it is part of every cache key, so on-disk objects from older builds are not loaded.
+inline constexpr uint64_t kKernelAbiVersion = 2;
 inline constexpr const char* kOptLevelName = "O2";
 
 absl::Status to_status(llvm::Error error, std::string_view context) {

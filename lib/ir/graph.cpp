@@ -8,7 +8,23 @@
 namespace lazyjit::ir {
 namespace {
 
-inline constexpr uint64_t kKeyFormatVersion = 1;
+inline constexpr uint64_t kKeyFormatVersion = 2;
+
+/// A hash of the op table (names, arities, rules): nodes are keyed by their enum position,
+/// so a changed table must give every graph a new key (and invalidate on-disk objects).
+uint64_t op_table_hash() {
+  static const uint64_t hash = [] {
+    std::vector<uint64_t> words;
+    for (int op = 0; op < kNumOps; ++op) {
+      const OpInfo& info = op_info(static_cast<OpKind>(op));
+      for (char c : info.name) words.push_back(static_cast<uint8_t>(c));
+      words.push_back(static_cast<uint64_t>(info.arity) << 32 | static_cast<uint64_t>(info.dtype_rule) << 16 |
+                      static_cast<uint64_t>(info.admits) << 8 | static_cast<uint64_t>(info.kind));
+    }
+    return hash_words(words).low;
+  }();
+  return hash;
+}
 
 /// Builds the post-order and, node by node as it is emitted, the words the key hashes:
 /// signature, unit dims, operand positions, parameter slot.
@@ -18,6 +34,7 @@ class GraphBuilder {
     index_.reserve(size_hint);
     words_.reserve(size_hint * 4 + 8);
     words_.push_back(kKeyFormatVersion);
+    words_.push_back(op_table_hash());
   }
 
   void visit(const Node* root) {

@@ -99,9 +99,7 @@ class KernelEmitter {
     auto* fn = llvm::Function::Create(llvm::FunctionType::get(b_.getVoidTy(), params, false),
                                       llvm::Function::InternalLinkage, spec_.symbol + ".body", module_);
     fn->addFnAttr(llvm::Attribute::NoUnwind);
-    for (int i = 0; i < num_buffers(); ++i) {
-      if (!aliased(i)) fn->addParamAttr(i, llvm::Attribute::NoAlias);
-    }
+    for (int i = 0; i < num_buffers(); ++i) fn->addParamAttr(i, llvm::Attribute::NoAlias);
     fn_ = fn;
     b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", fn));
     emit_prologue();
@@ -109,13 +107,15 @@ class KernelEmitter {
     return fn;
   }
 
-  /// Whether buffer `i` shares memory with another (a donated parameter and its result).
-  bool aliased(int i) const {
-    const int parameters = static_cast<int>(graph_.parameters.size());
+  /// The buffer result `r` is written to: its own, or the parameter it was donated. Stores
+  /// to a donated buffer go through the parameter's own argument, so every pointer argument
+  /// stays noalias and the vectoriser needs no runtime overlap check: it sees the load and
+  /// the store of one element through one pointer.
+  int output_buffer(int r) const {
     for (const Alias& a : aliases_) {
-      if (i == a.parameter || i == parameters + a.result) return true;
+      if (a.result == r) return a.parameter;
     }
-    return false;
+    return static_cast<int>(graph_.parameters.size()) + r;
   }
 
   Value* arg(int i) { return fn_->getArg(i); }
@@ -246,8 +246,7 @@ class KernelEmitter {
       Value* value = values_[graph_.roots[r]];
       if (root.dtype() == DType::Bool) value = b_.CreateZExt(value, b_.getInt8Ty());
       llvm::Type* type = storage_type(ctx_, root.dtype());
-      Value* out = arg(static_cast<int>(graph_.parameters.size()) + r);
-      b_.CreateStore(value, b_.CreateInBoundsGEP(type, out, out_index));
+      b_.CreateStore(value, b_.CreateInBoundsGEP(type, arg(output_buffer(r)), out_index));
     }
   }
 

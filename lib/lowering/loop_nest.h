@@ -14,7 +14,7 @@ namespace lazyjit::lowering {
 /// input broadcasts alike are collapsed at compile time; sizes are read from the shape table
 /// at run time, so the code serves every size with the graph's key. The innermost loop is
 /// unit-stride or loop-invariant for every input, which is what the vectoriser needs.
-/// Buffers in `aliases` lose their noalias marks (a donated parameter and its result).
+/// A result in `aliases` is stored through its donated parameter's buffer argument.
 void emit_kernel(llvm::Module& module, const ir::Graph& graph, const KernelSpec& spec,
                  std::span<const Alias> aliases = {});
 

@@ -51,22 +51,21 @@ std::vector<lowering::Alias> plan_donations(const ir::Graph& graph, const std::v
     }
   }
   // Kernels that write a donated buffer run last (donation_order), so any other kernel
-  // reading that buffer must not write one itself: drop donations until that holds.
+  // reading that buffer must not write one itself. On a conflict the reading kernel gives up
+  // its donations and runs first: a training step's weight updates keep theirs, and the
+  // forward pass that reads the old weights allocates its output instead.
   for (bool changed = true; changed;) {
     changed = false;
     std::vector<bool> writer(kernels.size(), false);
     for (const lowering::Alias& a : aliases) writer[kernel_of_result[a.result]] = true;
-    for (auto it = aliases.begin(); it != aliases.end(); ++it) {
-      const int k = kernel_of_result[it->result];
-      bool conflict = false;
-      for (size_t other = 0; other < kernels.size(); ++other) {
-        conflict |= static_cast<int>(other) != k && writer[other] && readers[it->parameter][other];
-      }
-      if (conflict) {
-        aliases.erase(it);
+    for (const lowering::Alias& a : aliases) {
+      const int k = kernel_of_result[a.result];
+      for (size_t other = 0; other < kernels.size() && !changed; ++other) {
+        if (static_cast<int>(other) == k || !writer[other] || !readers[a.parameter][other]) continue;
+        std::erase_if(aliases, [&](const lowering::Alias& b) { return kernel_of_result[b.result] == static_cast<int>(other); });
         changed = true;
-        break;
       }
+      if (changed) break;
     }
   }
   return aliases;
