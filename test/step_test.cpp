@@ -3,7 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <thread>
 #include <vector>
 
 #include "lazyjit/lazyjit.h"
@@ -191,6 +193,34 @@ TEST(StepTest, WeightUpdatesKeepTheirDonationsNextToAForwardPass) {
     EXPECT_THAT(y.to_vector<float>(), ElementsAre(scale * 1.5f, 0.0f, scale * 6.5f, 0.0f, scale * 1.5f, 0.0f,
                                                   scale * 6.5f, 0.0f));
   }
+}
+
+}  // namespace
+}  // namespace lazyjit
+
+namespace lazyjit {
+namespace {
+
+// Another thread tracing on a tensor while a step barrier materialises it (and donates its
+// old buffer) waits for the barrier, then sees the new value; it never reads the donated
+// buffer. The barrier's compile is made slow so the other thread arrives in the middle.
+TEST(StepTest, TracingDuringABarrierWaitsForIt) {
+  Tensor w = Tensor::from_vector<float>(std::vector<float>(8, 10.0f), {8});
+  Tensor g = Tensor::from_vector<float>(std::vector<float>(8, 1.0f), {8});
+  Tensor slow = g;
+  for (int i = 0; i < 200; ++i) slow = sin(slow) * 1.0001 + cos(slow);  // a long compile
+  w -= 1.0 * g;  // pending: 9
+  const int64_t traced = metrics().graphs_traced;
+  Tensor z;
+  std::thread other([&] {
+    while (metrics().graphs_traced == traced) std::this_thread::yield();  // the barrier began
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    z = w * 3.0;
+  });
+  mark_step();
+  other.join();
+  EXPECT_THAT(w.to_vector<float>(), testing::Each(9.0f));
+  EXPECT_THAT(z.to_vector<float>(), testing::Each(27.0f));
 }
 
 }  // namespace

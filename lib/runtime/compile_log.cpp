@@ -26,17 +26,20 @@ std::string CompileLog::explain(const ir::Graph& graph) const {
   return fmt::format("differs from graph {} at {}", nearest->key.to_hex(), difference);
 }
 
-void CompileLog::record(const ir::Graph& graph) {
+bool CompileLog::admit(const ir::Graph& graph, size_t max_graphs) {
   ir::GraphSignature signature = ir::signature_of(graph);
   std::lock_guard lock(mutex_);
+  if (max_graphs > 0 && keys_.size() >= max_graphs && !keys_.contains(graph.key)) return false;
   keys_.insert(graph.key);
   recent_.push_front(std::move(signature));
   if (recent_.size() > capacity_) recent_.pop_back();
+  return true;
 }
 
-bool CompileLog::seen(const ir::Graph& graph) const {
+void CompileLog::forget(const ir::Graph& graph) {
   std::lock_guard lock(mutex_);
-  return keys_.contains(graph.key);
+  keys_.erase(graph.key);
+  std::erase_if(recent_, [&](const ir::GraphSignature& s) { return s.key == graph.key; });
 }
 
 size_t CompileLog::distinct_graphs() const {

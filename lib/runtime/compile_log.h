@@ -19,10 +19,12 @@ class CompileLog {
   /// differs from the nearest compiled graph (the one sharing the longest node prefix),
   /// e.g. "differs from graph 3f2a... at node %7 (mul): dtype float64, cached float32".
   std::string explain(const ir::Graph& graph) const;
-  /// Remembers `graph` as compiled.
-  void record(const ir::Graph& graph);
-  /// Whether a graph with `graph`'s key was recorded (a recompile after eviction).
-  bool seen(const ir::Graph& graph) const;
+  /// Records `graph` as compiled, unless that would make more than `max_graphs` distinct
+  /// graphs (0: no limit); returns whether it did. Atomic, so racing threads cannot
+  /// together pass the limit.
+  bool admit(const ir::Graph& graph, size_t max_graphs);
+  /// Undoes admit() for a graph whose compile failed.
+  void forget(const ir::Graph& graph);
   /// Distinct graph keys recorded since start.
   size_t distinct_graphs() const;
 

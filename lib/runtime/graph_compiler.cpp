@@ -2,6 +2,7 @@
 #include "runtime/graph_compiler.h"
 
 #include <chrono>
+#include <optional>
 
 #include "fmt/format.h"
 #include "ir/printer.h"
@@ -14,10 +15,8 @@
 namespace lazyjit::runtime {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-int64_t nanoseconds_since(Clock::time_point start) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+int64_t nanoseconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
 }
 
 std::string module_text(const llvm::Module& module) {
@@ -63,34 +62,49 @@ absl::StatusOr<codegen::CompileCache::Entry> GraphCompiler::compile(const ir::Gr
   const bool guarded = options_.max_graphs > 0;
   const bool explain = guarded || logger().should_log(spdlog::level::info);
   const std::string why = explain ? log_.explain(graph) : std::string();
-  if (guarded && log_.distinct_graphs() >= static_cast<size_t>(options_.max_graphs) && !log_.seen(graph)) {
+  if (!log_.admit(graph, static_cast<size_t>(options_.max_graphs))) {
     return absl::ResourceExhaustedError(
         fmt::format("LAZYJIT_MAX_GRAPHS={} distinct graphs are compiled already; this one {}", options_.max_graphs, why));
   }
-  log_.record(graph);
+  absl::StatusOr<codegen::CompileCache::Entry> code = load_or_compile(graph, aliases, key, why, start);
+  if (!code.ok()) log_.forget(graph);  // a failed compile does not use up the guardrail
+  return code;
+}
 
+absl::StatusOr<codegen::CompileCache::Entry> GraphCompiler::load_or_compile(const ir::Graph& graph,
+                                                                            std::span<const lowering::Alias> aliases,
+                                                                            const ir::Hash128& key,
+                                                                            const std::string& why,
+                                                                            Clock::time_point start) {
+  // Dumps are named by the graph key, plus the cache key when buffers are donated (the same
+  // graph compiles differently then).
+  const std::string stem =
+      aliases.empty() ? graph.key.to_hex() : fmt::format("{}-donating-{}", graph.key.to_hex(), key.to_hex());
+
+  std::optional<lowering::LoweredGraph> lowered;
+  const DumpDir& dump = options_.dump_dir;
+  if (dump.enabled()) {  // before any LLVM work, so a graph that fails to compile is dumped too
+    lowered = lowering::lower_graph(graph, aliases);
+    dump.write(stem, ".ljir", ir::print_graph(graph, {.with_key = true, .with_values = true}));
+    dump.write(stem, ".ll", module_text(*lowered->module));
+  }
   if (options_.disk_cache.enabled()) {
     absl::StatusOr<codegen::CompileCache::Entry> cached = load_from_disk(graph, key);
     if (cached.ok() && *cached != nullptr) {
-      LAZYJIT_LOG(info, "loaded graph {} from the disk cache ({} nodes, {:.1f} ms): {}", graph.key.to_hex(),
-                  graph.nodes.size(), nanoseconds_since(start) / 1e6, why);
+      LAZYJIT_LOG(info, "loaded graph {} from the disk cache ({} nodes, {:.1f} ms): {}", stem, graph.nodes.size(),
+                  nanoseconds_since(start) / 1e6, why);
       return cached;
     }
   }
 
-  lowering::LoweredGraph lowered = lowering::lower_graph(graph, aliases);
-  const DumpDir& dump = options_.dump_dir;
-  if (dump.enabled()) {
-    dump.write(graph.key, ".ljir", ir::print_graph(graph, {.with_key = true, .with_values = true}));
-    dump.write(graph.key, ".ll", module_text(*lowered.module));
-  }
+  if (!lowered) lowered = lowering::lower_graph(graph, aliases);
   codegen::JitCompiler::Artifacts artifacts{.with_text = dump.enabled()};
   const bool want_artifacts = dump.enabled() || options_.disk_cache.enabled();
-  auto code = compiler_.compile(std::move(lowered), want_artifacts ? &artifacts : nullptr);
+  auto code = compiler_.compile(*std::move(lowered), want_artifacts ? &artifacts : nullptr);
   if (!code.ok()) return code.status();
   if (dump.enabled()) {
-    dump.write(graph.key, ".opt.ll", artifacts.optimized_ir);
-    dump.write(graph.key, ".s", artifacts.assembly);
+    dump.write(stem, ".opt.ll", artifacts.optimized_ir);
+    dump.write(stem, ".s", artifacts.assembly);
   }
   if (options_.disk_cache.enabled()) {
     if (absl::Status stored = options_.disk_cache.store(key, artifacts.object); !stored.ok()) {
@@ -101,7 +115,7 @@ absl::StatusOr<codegen::CompileCache::Entry> GraphCompiler::compile(const ir::Gr
   counters_.compiles.fetch_add(1, std::memory_order_relaxed);
   counters_.compile_ns.fetch_add(ns, std::memory_order_relaxed);
   const size_t kernels = (*code)->kernels().size();
-  LAZYJIT_LOG(info, "compiled graph {} ({} nodes, {} kernel{}, {:.1f} ms): {}", graph.key.to_hex(), graph.nodes.size(),
+  LAZYJIT_LOG(info, "compiled graph {} ({} nodes, {} kernel{}, {:.1f} ms): {}", stem, graph.nodes.size(),
               kernels, kernels == 1 ? "" : "s", ns / 1e6, why);
   return code;
 }

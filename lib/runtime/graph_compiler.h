@@ -2,6 +2,7 @@
 // dump. One per runtime; the GraphExecutor calls it through the CompileCache.
 #pragma once
 
+#include <chrono>
 #include <mutex>
 #include <span>
 #include <string>
@@ -35,6 +36,11 @@ class GraphCompiler {
                                                        const ir::Hash128& key);
 
  private:
+  using Clock = std::chrono::steady_clock;
+  absl::StatusOr<codegen::CompileCache::Entry> load_or_compile(const ir::Graph& graph,
+                                                               std::span<const lowering::Alias> aliases,
+                                                               const ir::Hash128& key, const std::string& why,
+                                                               Clock::time_point start);
   absl::StatusOr<codegen::CompileCache::Entry> load_from_disk(const ir::Graph& graph, const ir::Hash128& key);
   void warn_once(const std::string& what);
 

@@ -34,6 +34,28 @@ std::string module_text(const llvm::Module& module) {
 
 }  // namespace
 
+void GraphExecutor::sync(std::vector<std::shared_ptr<detail::TensorImpl>> tensors) {
+  std::shared_lock lock(barrier_mutex_);
+  materialize(std::move(tensors), false);
+}
+
+void GraphExecutor::mark_step() {
+  std::unique_lock lock(barrier_mutex_);
+  std::vector<std::shared_ptr<detail::TensorImpl>> tensors = live_.snapshot();
+  // Claimed before donations are planned: from here no other thread can make new IR that
+  // reads these tensors' old values, so the plan's ownership counts stay true.
+  for (const auto& t : tensors) t->claim();
+  struct Release {
+    std::vector<std::shared_ptr<detail::TensorImpl>> tensors;
+    LiveTensors& live;
+    ~Release() {
+      for (const auto& t : tensors) t->release_claim();
+      live.finish_barrier();
+    }
+  } release{tensors, live_};
+  materialize(std::move(tensors), true);
+}
+
 void GraphExecutor::materialize(std::vector<std::shared_ptr<detail::TensorImpl>> tensors, bool barrier) {
   std::vector<std::shared_ptr<detail::TensorImpl>> targets;
   std::vector<ir::NodePtr> roots;  // taken now: another thread may move a tensor on

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <memory>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -32,10 +33,12 @@ class GraphExecutor {
 
   /// Materialises the pending tensors among `tensors` in one graph, with no donation (a
   /// value read twice must not change). Throws Error when the graph cannot be compiled.
-  void sync(std::vector<std::shared_ptr<detail::TensorImpl>> tensors) { materialize(std::move(tensors), false); }
+  /// Runs alongside other syncs; waits while a step barrier runs.
+  void sync(std::vector<std::shared_ptr<detail::TensorImpl>> tensors);
   /// The step barrier: every live pending tensor in one graph; outputs may take over the
-  /// buffers of inputs nothing else can read again (donation.h).
-  void mark_step() { materialize(live_.snapshot(), true); }
+  /// buffers of inputs nothing else can read again (donation.h). Runs alone: it waits for
+  /// running syncs, and claims its tensors so other threads' ops on them wait for it.
+  void mark_step();
   /// The text of the graph over `tensors` (pending IR or data leaves) in `format`.
   std::string dump(const std::vector<std::shared_ptr<detail::TensorImpl>>& tensors, DumpFormat format);
 
@@ -53,6 +56,7 @@ class GraphExecutor {
   LiveTensors& live_;
   RuntimeCounters& counters_;
   GraphCompiler graph_compiler_;
+  std::shared_mutex barrier_mutex_;  // shared: syncs; exclusive: a step barrier
 };
 
 }  // namespace lazyjit::runtime

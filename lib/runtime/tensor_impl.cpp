@@ -39,8 +39,25 @@ BackendDataPtr TensorImpl::data() const {
 }
 
 ir::NodePtr TensorImpl::ir_value() const {
+  for (;;) {
+    uint64_t epoch = 0;
+    {
+      Guard guard(lock_);
+      if (!claimed_) return ir_ ? ir_ : data_leaf_;
+      epoch = live_.barrier_epoch();  // read under the guard: the release cannot be missed
+    }
+    live_.wait_for_barrier(epoch);
+  }
+}
+
+void TensorImpl::claim() {
   Guard guard(lock_);
-  return ir_ ? ir_ : data_leaf_;
+  claimed_ = true;
+}
+
+void TensorImpl::release_claim() {
+  Guard guard(lock_);
+  claimed_ = false;
 }
 
 bool TensorImpl::set_data(BackendDataPtr data, const ir::Node* computed) {
@@ -58,15 +75,23 @@ bool TensorImpl::set_data(BackendDataPtr data, const ir::Node* computed) {
 }
 
 void TensorImpl::set_ir(ir::NodePtr ir) {
-  ir::NodePtr old_ir;
+  ir::NodePtr old_ir;  // released after the guard
   BackendDataPtr old_data;
   ir::NodePtr old_leaf;
-  {
-    Guard guard(lock_);
-    old_ir = std::exchange(ir_, std::move(ir));
-    old_data = std::move(data_);
-    old_leaf = std::move(data_leaf_);
-    live_.insert(this);
+  for (;;) {
+    uint64_t epoch = 0;
+    {
+      Guard guard(lock_);
+      if (!claimed_) {
+        old_ir = std::exchange(ir_, std::move(ir));
+        old_data = std::move(data_);
+        old_leaf = std::move(data_leaf_);
+        live_.insert(this);
+        return;
+      }
+      epoch = live_.barrier_epoch();
+    }
+    live_.wait_for_barrier(epoch);
   }
 }
 

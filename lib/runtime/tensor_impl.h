@@ -19,8 +19,10 @@ namespace lazyjit::detail {
 /// Parameter leaf over it, made once so every use shares one leaf. Shape and dtype never
 /// change (in-place updates keep both).
 ///
-/// Thread-safe: the state is swapped under a small lock, readers get their own references,
-/// so another thread's mark_step() may materialise a tensor while this one reads it.
+/// Thread-safe: the state is swapped under a small lock and readers get their own references.
+/// While a step barrier materialises the tensor it holds a claim on it: ops that read the
+/// tensor's value (ir_value) or replace it (set_ir) wait for the barrier to finish, so no new
+/// IR can refer to a buffer the barrier donates.
 class TensorImpl : public std::enable_shared_from_this<TensorImpl> {
   struct Private {};
 
@@ -41,8 +43,13 @@ class TensorImpl : public std::enable_shared_from_this<TensorImpl> {
   ir::NodePtr ir() const;
   /// The data, or null while pending.
   BackendDataPtr data() const;
-  /// The IR value ops read: the pending IR, or the Parameter leaf over the data.
+  /// The IR value ops read: the pending IR, or the Parameter leaf over the data. Waits while
+  /// a step barrier holds a claim on the tensor.
   ir::NodePtr ir_value() const;
+
+  /// Step barrier only: claims the tensor for the barrier, and releases the claim.
+  void claim();
+  void release_claim();
 
   /// Materialised: takes `data` as its value if its IR is still `computed` (an in-place
   /// update or another thread may have moved on); returns whether it did.
@@ -74,6 +81,7 @@ class TensorImpl : public std::enable_shared_from_this<TensorImpl> {
   ir::NodePtr ir_;         // pending value, or null
   BackendDataPtr data_;    // materialised value, or null
   ir::NodePtr data_leaf_;  // Parameter leaf over data_
+  bool claimed_ = false;   // a step barrier is materialising this tensor
   runtime::LiveTensors& live_;
   TensorImpl* live_prev_ = nullptr;  // intrusive links of the live set, guarded by its mutex
   TensorImpl* live_next_ = nullptr;
