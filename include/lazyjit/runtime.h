@@ -16,7 +16,8 @@ void sync(const std::vector<Tensor>& tensors);
 /// The step barrier: materialises every live tensor that has pending IR, in one graph. An
 /// output may be written into the buffer of an input that nothing can read again (a
 /// tensor's old value after an in-place update: `w -= lr * g` runs in place). A barrier for
-/// the whole process: call it while no other thread is materialising tensors.
+/// the whole process: it waits for other threads' running syncs, and their ops on the
+/// tensors it materialises wait until it is done.
 void mark_step();
 
 /// Bounds the in-memory compile cache to `entries` graphs (0: unbounded; default 1024 or
