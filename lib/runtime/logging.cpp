@@ -13,7 +13,9 @@ spdlog::logger& logger() {
     auto* log = new spdlog::logger("lazyjit", std::move(sink));  // leaked: lives to process exit
     log->set_pattern("[lazyjit %l] %v");
     const char* level = std::getenv("LAZYJIT_LOG_LEVEL");
-    log->set_level(level ? spdlog::level::from_str(level) : spdlog::level::off);
+    // Problems (a damaged cache file, an unwritable dump directory) are reported unless
+    // LAZYJIT_LOG_LEVEL=off; everything chattier is off unless asked for.
+    log->set_level(level ? spdlog::level::from_str(level) : spdlog::level::warn);
     return log;
   }();
   return *instance;

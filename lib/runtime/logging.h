@@ -5,8 +5,8 @@
 
 namespace lazyjit::runtime {
 
-/// The process's lazyjit logger (off unless LAZYJIT_LOG_LEVEL says otherwise). Use the
-/// LAZYJIT_LOG macro on hot paths: it tests the level before formatting anything.
+/// The process's lazyjit logger: warnings only, unless LAZYJIT_LOG_LEVEL says otherwise. Use
+/// the LAZYJIT_LOG macro: it tests the level before formatting anything.
 spdlog::logger& logger();
 
 #define LAZYJIT_LOG(lvl, ...)                                             \
