@@ -120,24 +120,6 @@ void fill_missing(const ir::ParsedGraph& parsed, uint64_t seed) {
   }
 }
 
-std::string values_text(const Tensor& t) {
-  const BackendData& data = *t.impl()->data();
-  std::string out = "[";
-  ir::dispatch_dtype(data.dtype(), [&]<class T>(T) {
-    using S = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
-    const S* p = static_cast<const S*>(data.data());
-    for (int64_t i = 0; i < data.numel(); ++i) {
-      if (i > 0) out += ", ";
-      if constexpr (std::is_same_v<T, bool>) {
-        out += p[i] ? "true" : "false";
-      } else {
-        out += fmt::format("{}", p[i]);
-      }
-    }
-  });
-  return out + "]";
-}
-
 int run(const Options& options) {
   const ir::ParsedGraph parsed = [&] {
     absl::StatusOr<ir::ParsedGraph> g = ir::parse_graph(read_input(options.path));
@@ -154,7 +136,7 @@ int run(const Options& options) {
     sync(results);
     for (size_t r = 0; r < results.size(); ++r) {
       std::printf("%%%d = %s%s %s\n", graph.roots[r], std::string(dtype_name(results[r].dtype())).c_str(),
-                  ir::shape_to_string(results[r].shape()).c_str(), values_text(results[r]).c_str());
+                  ir::shape_to_string(results[r].shape()).c_str(), ir::values_text(*results[r].impl()->data()).c_str());
     }
     return 0;
   }

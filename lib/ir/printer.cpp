@@ -18,9 +18,10 @@ std::string scalar_string(const Node& node) {
   return fmt::format("{}", node.scalar().i);
 }
 
-void append_values(std::string& out, const Node& node) {
-  const BackendData& data = *node.data();
-  out += " = [";
+}  // namespace
+
+std::string values_text(const BackendData& data) {
+  std::string out = "[";
   dispatch_dtype(data.dtype(), [&]<class T>(T) {
     using S = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
     const S* p = static_cast<const S*>(data.data());
@@ -33,10 +34,8 @@ void append_values(std::string& out, const Node& node) {
       }
     }
   });
-  out += "]";
+  return out + "]";
 }
-
-}  // namespace
 
 std::string print_graph(const Graph& graph, PrintOptions options) {
   std::string out;
@@ -55,7 +54,7 @@ std::string print_graph(const Graph& graph, PrintOptions options) {
       sep = ", ";
     }
     fmt::format_to(std::back_inserter(out), " : {}", type_string(node));
-    if (options.with_values && node.op() == OpKind::Parameter) append_values(out, node);
+    if (options.with_values && node.op() == OpKind::Parameter) out += " = " + values_text(*node.data());
     out += "\n";
   }
   out += "  return";

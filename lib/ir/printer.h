@@ -18,6 +18,10 @@ struct PrintOptions {
   bool with_values = false;  ///< parameters' values, so the text can be run as it was
 };
 
+/// "[v0, v1, ...]": a buffer's elements, row-major, each in the shortest text that reads
+/// back to the same value (bools as true/false).
+std::string values_text(const BackendData& data);
+
 /// The graph as text; parse_graph (parser.h) reads it back to the same text and key.
 std::string print_graph(const Graph& graph, PrintOptions options = {});
 

@@ -17,6 +17,13 @@ LoweredGraph lower_graph(const ir::Graph& graph, std::span<const Alias> aliases)
   return lowered;
 }
 
+std::string module_text(const llvm::Module& module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module.print(os, nullptr);
+  return text;
+}
+
 namespace {
 
 TensorSignature signature_of(const ir::Node& node) {
@@ -31,12 +38,7 @@ class LlvmComputation : public Computation {
   }
   const std::vector<TensorSignature>& parameter_shapes() const override { return parameters_; }
   const std::vector<TensorSignature>& result_shapes() const override { return results_; }
-  std::string to_string() const override {
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    lowered_.module->print(os, nullptr);
-    return text;
-  }
+  std::string to_string() const override { return module_text(*lowered_.module); }
 
  private:
   LoweredGraph lowered_;

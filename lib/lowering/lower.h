@@ -15,6 +15,9 @@ namespace lazyjit::lowering {
 /// `aliases` are the donations the runtime planned (they are part of the cache key).
 LoweredGraph lower_graph(const ir::Graph& graph, std::span<const Alias> aliases = {});
 
+/// The module's LLVM IR as text.
+std::string module_text(const llvm::Module& module);
+
 /// The LLVM backend's LoweringContext (DESIGN.md section 2): build() lowers the graph into a
 /// Computation whose text is the module's LLVM IR.
 class LlvmLoweringContext : public LoweringContext {

@@ -19,13 +19,6 @@ int64_t nanoseconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
 }
 
-std::string module_text(const llvm::Module& module) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  module.print(os, nullptr);
-  return text;
-}
-
 }  // namespace
 
 void GraphCompiler::warn_once(const std::string& what) {
@@ -86,7 +79,7 @@ absl::StatusOr<codegen::CompileCache::Entry> GraphCompiler::load_or_compile(cons
   if (dump.enabled()) {  // before any LLVM work, so a graph that fails to compile is dumped too
     lowered = lowering::lower_graph(graph, aliases);
     dump.write(stem, ".ljir", ir::print_graph(graph, {.with_key = true, .with_values = true}));
-    dump.write(stem, ".ll", module_text(*lowered->module));
+    dump.write(stem, ".ll", lowering::module_text(*lowered->module));
   }
   if (options_.disk_cache.enabled()) {
     absl::StatusOr<codegen::CompileCache::Entry> cached = load_from_disk(graph, key);

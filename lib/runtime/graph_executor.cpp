@@ -25,13 +25,6 @@ int64_t nanoseconds_since(Clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
 }
 
-std::string module_text(const llvm::Module& module) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  module.print(os, nullptr);
-  return text;
-}
-
 }  // namespace
 
 void GraphExecutor::sync(std::vector<std::shared_ptr<detail::TensorImpl>> tensors) {
@@ -142,9 +135,9 @@ std::string GraphExecutor::dump(const std::vector<std::shared_ptr<detail::Tensor
   const ir::Graph graph = ir::build_graph(roots);
   if (format == DumpFormat::LazyIr) return ir::print_graph(graph);
   lowering::LoweredGraph lowered = lowering::lower_graph(graph);
-  if (format == DumpFormat::LlvmIr) return module_text(*lowered.module);
+  if (format == DumpFormat::LlvmIr) return lowering::module_text(*lowered.module);
   compiler_.optimize(*lowered.module);
-  if (format == DumpFormat::OptimizedLlvmIr) return module_text(*lowered.module);
+  if (format == DumpFormat::OptimizedLlvmIr) return lowering::module_text(*lowered.module);
   absl::StatusOr<std::string> assembly = compiler_.assembly(*lowered.module);
   if (!assembly.ok()) throw Error(fmt::format("dump: {}", std::string(assembly.status().message())));
   return *std::move(assembly);
