@@ -7,7 +7,6 @@
 #include "fmt/format.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
-#include "llvm/Support/raw_ostream.h"
 #include "lowering/fusion.h"
 #include "lowering/lower.h"
 #include "runtime/logging.h"

@@ -10,7 +10,6 @@
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "lazyjit/error.h"
-#include "llvm/Support/raw_ostream.h"
 #include "lowering/lower.h"
 #include "lowering/fusion.h"
 #include "runtime/donation.h"
