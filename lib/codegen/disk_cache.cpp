@@ -1,6 +1,7 @@
 // The on-disk object cache: file format, validation, atomic replacement.
 #include "codegen/disk_cache.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -78,15 +79,27 @@ absl::Status DiskCache::store(const ir::Hash128& key, std::string_view object) c
 
   static std::atomic<uint64_t> counter{0};
   const std::string path = path_of(key);
-  const std::string temporary = fmt::format("{}.tmp.{}.{}", path, ::getpid(), counter.fetch_add(1));
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(&header), sizeof header);
-    out.write(object.data(), static_cast<std::streamsize>(object.size()));
-    if (!out.flush()) {
-      std::filesystem::remove(temporary, error);
-      return absl::UnavailableError(fmt::format("cannot write {}", temporary));
+  const std::string temporary =
+      fmt::format("{}.tmp.{}.{}.{:x}", path, ::getpid(), counter.fetch_add(1), reinterpret_cast<uintptr_t>(&header));
+  // O_EXCL: two writers never share a temporary, even across containers with equal pids.
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return absl::UnavailableError(fmt::format("cannot create {}", temporary));
+  auto write_all = [fd](const void* data, size_t size) {
+    const char* p = static_cast<const char*>(data);
+    while (size > 0) {
+      const ssize_t n = ::write(fd, p, size);
+      if (n <= 0) return false;
+      p += n;
+      size -= static_cast<size_t>(n);
     }
+    return true;
+  };
+  // fsync before rename: after a crash the name holds the old file or the whole new one.
+  const bool written = write_all(&header, sizeof header) && write_all(object.data(), object.size()) && ::fsync(fd) == 0;
+  ::close(fd);
+  if (!written) {
+    std::filesystem::remove(temporary, error);
+    return absl::UnavailableError(fmt::format("cannot write {}", temporary));
   }
   std::filesystem::rename(temporary, path, error);  // atomic: readers see the old file or the new one
   if (error) {

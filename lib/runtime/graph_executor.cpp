@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "fmt/format.h"
+#include "ir/builder.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "lazyjit/error.h"
@@ -111,8 +112,14 @@ void GraphExecutor::execute(const ir::Graph& graph, const codegen::CompiledGraph
   for (int n : graph.scalars) scalars.push_back(graph.nodes[n]->scalar());
   buffers[lowering::scalar_table_index(num_parameters, num_results)] = scalars.data();
 
+  // Everything that can fail is done before the first kernel writes a donated buffer.
+  std::vector<ir::NodePtr> leaves;
+  leaves.reserve(num_results);
+  for (const BackendDataPtr& output : outputs) leaves.push_back(ir::make_parameter(output));
+  const std::vector<size_t> order = donation_order(code.kernels(), aliases);
+
   const Clock::time_point start = Clock::now();
-  for (size_t k : donation_order(code.kernels(), aliases)) {
+  for (size_t k : order) {
     const ir::Shape& shape = graph.nodes[graph.roots[code.kernels()[k].iteration_result]]->shape();
     executor_.run(code.function(k), buffers.data(), shape.data(), ir::numel(shape));
   }
@@ -121,7 +128,9 @@ void GraphExecutor::execute(const ir::Graph& graph, const codegen::CompiledGraph
   counters_.graphs_executed.fetch_add(1, std::memory_order_relaxed);
   counters_.donations.fetch_add(static_cast<int64_t>(aliases.size()), std::memory_order_relaxed);
   // A tensor updated in place meanwhile (by another thread) keeps its newer IR.
-  for (size_t r = 0; r < num_results; ++r) targets[r]->set_data(std::move(outputs[r]), graph.nodes[graph.roots[r]]);
+  for (size_t r = 0; r < num_results; ++r) {
+    targets[r]->set_data(std::move(outputs[r]), std::move(leaves[r]), graph.nodes[graph.roots[r]]);
+  }
 }
 
 std::string GraphExecutor::dump(const std::vector<std::shared_ptr<detail::TensorImpl>>& tensors,

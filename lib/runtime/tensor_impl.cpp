@@ -60,8 +60,7 @@ void TensorImpl::release_claim() {
   claimed_ = false;
 }
 
-bool TensorImpl::set_data(BackendDataPtr data, const ir::Node* computed) {
-  ir::NodePtr leaf = ir::make_parameter(data);
+bool TensorImpl::set_data(BackendDataPtr data, ir::NodePtr leaf, const ir::Node* computed) noexcept {
   ir::NodePtr old_ir;  // released after the lock
   {
     Guard guard(lock_);

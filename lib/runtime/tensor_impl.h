@@ -5,6 +5,7 @@
 #include <memory>
 #include <thread>
 
+#include "ir/builder.h"
 #include "ir/node.h"
 #include "lazyjit/backend.h"
 
@@ -51,9 +52,14 @@ class TensorImpl : public std::enable_shared_from_this<TensorImpl> {
   void claim();
   void release_claim();
 
-  /// Materialised: takes `data` as its value if its IR is still `computed` (an in-place
-  /// update or another thread may have moved on); returns whether it did.
-  bool set_data(BackendDataPtr data, const ir::Node* computed);
+  /// Materialised: takes `data` (and `leaf`, a Parameter leaf over it) as its value if its IR
+  /// is still `computed` (an in-place update may have moved on); returns whether it did.
+  /// Does not allocate or throw, so results can be assigned after kernels have run.
+  bool set_data(BackendDataPtr data, ir::NodePtr leaf, const ir::Node* computed) noexcept;
+  bool set_data(BackendDataPtr data, const ir::Node* computed) {
+    ir::NodePtr leaf = ir::make_parameter(data);
+    return set_data(std::move(data), std::move(leaf), computed);
+  }
   /// In-place update: keeps its identity and takes `ir` (same shape and dtype) as its value.
   void set_ir(ir::NodePtr ir);
 
