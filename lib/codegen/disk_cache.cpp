@@ -79,8 +79,7 @@ absl::Status DiskCache::store(const ir::Hash128& key, std::string_view object) c
 
   static std::atomic<uint64_t> counter{0};
   const std::string path = path_of(key);
-  const std::string temporary =
-      fmt::format("{}.tmp.{}.{}.{:x}", path, ::getpid(), counter.fetch_add(1), reinterpret_cast<uintptr_t>(&header));
+  const std::string temporary = fmt::format("{}.tmp.{}.{}", path, ::getpid(), counter.fetch_add(1));
   // O_EXCL: two writers never share a temporary, even across containers with equal pids.
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return absl::UnavailableError(fmt::format("cannot create {}", temporary));

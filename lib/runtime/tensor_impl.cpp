@@ -38,16 +38,21 @@ BackendDataPtr TensorImpl::data() const {
   return data_;
 }
 
-ir::NodePtr TensorImpl::ir_value() const {
+template <class F>
+auto TensorImpl::when_unclaimed(F&& f) const {
   for (;;) {
     uint64_t epoch = 0;
     {
       Guard guard(lock_);
-      if (!claimed_) return ir_ ? ir_ : data_leaf_;
+      if (!claimed_) return f();
       epoch = live_.barrier_epoch();  // read under the guard: the release cannot be missed
     }
     live_.wait_for_barrier(epoch);
   }
+}
+
+ir::NodePtr TensorImpl::ir_value() const {
+  return when_unclaimed([&] { return ir_ ? ir_ : data_leaf_; });
 }
 
 void TensorImpl::claim() {
@@ -77,21 +82,12 @@ void TensorImpl::set_ir(ir::NodePtr ir) {
   ir::NodePtr old_ir;  // released after the guard
   BackendDataPtr old_data;
   ir::NodePtr old_leaf;
-  for (;;) {
-    uint64_t epoch = 0;
-    {
-      Guard guard(lock_);
-      if (!claimed_) {
-        old_ir = std::exchange(ir_, std::move(ir));
-        old_data = std::move(data_);
-        old_leaf = std::move(data_leaf_);
-        live_.insert(this);
-        return;
-      }
-      epoch = live_.barrier_epoch();
-    }
-    live_.wait_for_barrier(epoch);
-  }
+  when_unclaimed([&] {
+    old_ir = std::exchange(ir_, std::move(ir));
+    old_data = std::move(data_);
+    old_leaf = std::move(data_leaf_);
+    live_.insert(this);
+  });
 }
 
 }  // namespace lazyjit::detail

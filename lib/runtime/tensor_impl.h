@@ -66,6 +66,11 @@ class TensorImpl : public std::enable_shared_from_this<TensorImpl> {
  private:
   friend class runtime::LiveTensors;
 
+  /// Runs `f` under the guard once no step barrier claims the tensor (waiting for it if one
+  /// does), and returns what `f` returns.
+  template <class F>
+  auto when_unclaimed(F&& f) const;
+
   /// A test-and-set spin lock: held for a few pointer copies and the live-set update, and
   /// contended only when another thread's mark_step() meets this tensor.
   class Guard {
