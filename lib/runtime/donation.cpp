@@ -6,17 +6,38 @@
 namespace lazyjit::runtime {
 namespace {
 
-/// Whether the only references to parameter slot `slot`'s leaf and buffer come from inside
-/// `graph`: its buffer is held by the leaf alone, and the leaf by the graph's nodes alone.
-bool owned_by_graph_alone(const ir::Graph& graph, int slot) {
-  const ir::Node* leaf = graph.parameters[slot];
-  if (leaf->data().use_count() != 1) return false;
-  long references = 0;
-  for (const ir::Node* node : graph.nodes) {
-    for (const ir::NodePtr& operand : node->operands()) references += operand.get() == leaf;
+/// Per parameter slot: whether nothing outside this step can ever read its buffer again.
+/// The buffer must be held by its leaf alone, and no node that depends on the leaf (the leaf
+/// included) may be held outside the graph: every reference to such a node is a graph edge,
+/// the graph's hold on a root, or the hold of the target tensor that the root replaces.
+/// Checking the whole dependent cone, not just the leaf, matters: a thread that took a
+/// tensor's IR just before the barrier claimed it holds an interior node, and a node it
+/// builds from that later would read the leaf. Every holder counts in use_count, so any such
+/// reference taken before this check is seen; after it, the claims stop new ones.
+/// A leaf that is itself a root is kept (its tensor is a copy of an input). One pass.
+std::vector<bool> owned_by_graph_alone(const ir::Graph& graph) {
+  const size_t n = graph.nodes.size();
+  std::vector<long> expected(n, 0);
+  for (const auto& operands : graph.operands) {
+    for (int operand : operands) ++expected[operand];
   }
-  for (const ir::NodePtr& root : graph.owned_roots) references += root.get() == leaf;
-  return leaf->use_count() == references;
+  std::vector<bool> tainted(n, false);  // held from outside, or feeding a node that is
+  for (int root : graph.roots) {
+    expected[root] += 2;  // the graph's hold and the target tensor's
+    if (graph.parameter_slot[root] >= 0) tainted[root] = true;
+  }
+  for (size_t i = n; i-- > 0;) {  // users before their operands
+    tainted[i] = tainted[i] || graph.nodes[i]->use_count() != expected[i];
+    if (!tainted[i]) continue;
+    for (int operand : graph.operands[i]) tainted[operand] = true;
+  }
+  std::vector<bool> owned(graph.parameters.size(), false);
+  for (size_t i = 0; i < n; ++i) {
+    const int slot = graph.parameter_slot[i];
+    if (slot < 0 || graph.nodes[i] != graph.parameters[slot]) continue;
+    owned[slot] = !tainted[i] && graph.nodes[i]->data().use_count() == 1;
+  }
+  return owned;
 }
 
 }  // namespace
@@ -35,14 +56,15 @@ std::vector<lowering::Alias> plan_donations(const ir::Graph& graph, const std::v
     }
   }
   // Candidates: each dead buffer to the first result of its shape and dtype.
+  const std::vector<bool> owned = owned_by_graph_alone(graph);
   std::vector<bool> donated(graph.parameters.size(), false);
   for (size_t r = 0; r < graph.roots.size(); ++r) {
     const ir::Node& result = *graph.nodes[graph.roots[r]];
     if (result.op() == ir::OpKind::Parameter) continue;  // a copy of an input: keep both
     for (size_t slot = 0; slot < graph.parameters.size(); ++slot) {
       const ir::Node& parameter = *graph.parameters[slot];
-      if (donated[slot] || parameter.dtype() != result.dtype() || parameter.shape() != result.shape() ||
-          !owned_by_graph_alone(graph, static_cast<int>(slot))) {
+      if (donated[slot] || !owned[slot] || parameter.dtype() != result.dtype() ||
+          parameter.shape() != result.shape()) {
         continue;
       }
       donated[slot] = true;

@@ -11,9 +11,10 @@ namespace lazyjit::runtime {
 
 /// The donations of `graph` at the step barrier (seeds/000, DESIGN.md section 6). A result
 /// takes over a parameter's buffer when
-///  - nothing outside this graph can read the buffer again: the buffer is held only by its
-///    Parameter leaf, and the leaf only by this graph's nodes (so the tensor that owned it
-///    has been updated in place and no other tensor or graph still refers to its old value);
+///  - nothing outside this step can read the buffer again: the buffer is held only by its
+///    Parameter leaf, and neither the leaf nor any node computed from it is held outside the
+///    graph and its target tensors (so the tensor that owned it has been updated in place and
+///    no other tensor, graph or thread still refers to its old value);
 ///  - shape and dtype match, so the kernel reads element i of the parameter in the same
 ///    iteration that writes element i of the result, before writing it;
 ///  - every other kernel reading the parameter runs before the write: kernels that write a
