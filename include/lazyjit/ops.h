@@ -17,6 +17,11 @@ Tensor zeros(std::vector<int64_t> shape, DType dtype = DType::Float32);
 Tensor ones(std::vector<int64_t> shape, DType dtype = DType::Float32);
 /// 0, 1, ..., n-1.
 Tensor arange(int64_t n, DType dtype = DType::Int64);
+/// Uniform in [0, 1) and standard normal. Element i is a function of (seed, i) alone
+/// (Philox4x32-10), computed inside the consuming kernel: the same values at any thread
+/// count, run after run. The seed is a runtime value: a new seed does not recompile.
+Tensor rand(std::vector<int64_t> shape, uint64_t seed, DType dtype = DType::Float32);
+Tensor randn(std::vector<int64_t> shape, uint64_t seed, DType dtype = DType::Float32);
 
 // Binary arithmetic with NumPy broadcasting and PyTorch type promotion.
 // add/mul on bool are logical or/and; sub and pow reject bool; div is true division (ints
@@ -80,5 +85,48 @@ Tensor relu(const Tensor& t);
 Tensor gelu(const Tensor& t);  ///< exact (erf) form, as PyTorch's default
 /// min(max(t, lo), hi); NaN stays NaN; when lo > hi every element becomes hi (as PyTorch).
 Tensor clamp(const Tensor& t, Scalar lo, Scalar hi);
+
+// Reductions over `dims` (empty: every dim; negative dims count from the end). Without
+// keepdim the reduced dims are removed. Bool and integer sums are int64; mean needs a float
+// dtype; amax and amin propagate NaN and reject empty dims; argmax returns the first
+// maximum (NaN counts as the maximum), as int64.
+Tensor sum(const Tensor& t, std::vector<int64_t> dims = {}, bool keepdim = false);
+Tensor mean(const Tensor& t, std::vector<int64_t> dims = {}, bool keepdim = false);
+Tensor amax(const Tensor& t, std::vector<int64_t> dims = {}, bool keepdim = false);
+Tensor amin(const Tensor& t, std::vector<int64_t> dims = {}, bool keepdim = false);
+Tensor argmax(const Tensor& t, int64_t dim, bool keepdim = false);
+
+// Normalisation. softmax and log_softmax subtract the maximum first (no overflow).
+// layer_norm normalises over the last `normalized_ndim` dims; `gamma` and `beta` (either
+// may be undefined) have exactly those dims. Each runs as one kernel over rows when the
+// normalised dims are the innermost ones.
+Tensor softmax(const Tensor& t, int64_t dim);
+Tensor log_softmax(const Tensor& t, int64_t dim);
+Tensor layer_norm(const Tensor& x, int64_t normalized_ndim, const Tensor& gamma = Tensor(),
+                  const Tensor& beta = Tensor(), double eps = 1e-5);
+
+/// Matrix product with NumPy/PyTorch rules: 1-D operands become a row (left) or a column
+/// (right) vector and that dim is dropped from the result; batch dims broadcast. Float
+/// products run a packed, register-blocked kernel that applies the elementwise consumers of
+/// the result (bias, activation, residual) as it stores.
+Tensor matmul(const Tensor& a, const Tensor& b);
+
+// Views: no data moves unless it must; the consumer's loop reads through the index map.
+/// Same elements, new dims; one dim may be -1 (inferred).
+Tensor reshape(const Tensor& t, std::vector<int64_t> shape);
+Tensor transpose(const Tensor& t, int64_t dim0, int64_t dim1);
+/// Result dim d is dim dims[d] of `t`.
+Tensor permute(const Tensor& t, std::vector<int64_t> dims);
+/// Broadcast to `shape` (new dims on the left; -1 keeps a dim).
+Tensor expand(const Tensor& t, std::vector<int64_t> shape);
+/// Elements start, start+step, ... before end along `dim` (Python slicing: negative start
+/// and end count from the end, both are clamped to the dim; step must be positive).
+Tensor slice(const Tensor& t, int64_t dim, int64_t start, int64_t end, int64_t step = 1);
+/// The tensors one after another along `dim` (dtypes promote; other dims must agree).
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim);
+/// Removes `dim` when its size is 1 (else returns `t` unchanged, as PyTorch).
+Tensor squeeze(const Tensor& t, int64_t dim);
+/// Inserts a dim of size 1 at `dim` (in [-rank-1, rank]).
+Tensor unsqueeze(const Tensor& t, int64_t dim);
 
 }  // namespace lazyjit

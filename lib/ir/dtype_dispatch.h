@@ -28,4 +28,10 @@ decltype(auto) dispatch_dtype(DType dtype, F&& f) {
   return f(bool{});
 }
 
+/// f(float{}) or f(double{}) for a floating dtype.
+template <class F>
+decltype(auto) dispatch_floating(DType dtype, F&& f) {
+  return dtype == DType::Float64 ? f(double{}) : f(float{});
+}
+
 }  // namespace lazyjit::ir

@@ -8,7 +8,7 @@
 namespace lazyjit::ir {
 namespace {
 
-inline constexpr uint64_t kKeyFormatVersion = 2;
+inline constexpr uint64_t kKeyFormatVersion = 3;
 
 /// A hash of the op table (names, arities, rules): nodes are keyed by their enum position,
 /// so a changed table must give every graph a new key (and invalidate on-disk objects).
@@ -69,16 +69,19 @@ class GraphBuilder {
     graph_.nodes.push_back(node);
     words_.push_back(node->signature());
     words_.push_back(node->unit_dims());
+    for (int64_t attr : node->attrs()) words_.push_back(static_cast<uint64_t>(attr));
+    if (!node->attrs().empty()) words_.push_back(node->attrs().size());
     absl::InlinedVector<int, 3>& operands = graph_.operands.emplace_back();
     for (const NodePtr& operand : node->operands()) {
       operands.push_back(index_.at(operand.get()));
       words_.push_back(operands.back());
     }
+    if (node->operands().size() > 3) words_.push_back(node->operands().size());  // cat
     int slot = -1;
     if (node->op() == OpKind::Parameter) {
       slot = parameter_slot(node);
       words_.push_back(slot);
-    } else if (node->op() == OpKind::Scalar) {
+    } else if (node->op() == OpKind::Scalar || node->op() == OpKind::Rand || node->op() == OpKind::Randn) {
       graph_.scalars.push_back(i);
     } else if (node->op() == OpKind::Constant) {
       words_.push_back(static_cast<uint64_t>(node->scalar().i));  // the value is compiled in

@@ -19,7 +19,8 @@ struct Graph {
   std::vector<int> roots;            ///< node index of each result, in order; may repeat
   std::vector<int> parameter_slot;   ///< per node: its parameter slot (Parameter leaves), else -1
   std::vector<const Node*> parameters;  ///< one Parameter node per distinct buffer, in slot order
-  std::vector<int> scalars;          ///< node indices of the Scalar leaves, in post-order
+  std::vector<int> scalars;          ///< node indices of the Scalar, Rand and Randn leaves (a
+                                     ///< runtime value or seed each), in post-order
   std::vector<int> root_shape_class; ///< per root: index of the first root with the same shape
   /// Hash of everything compiled code depends on: ops, dtypes, ranks, unit dims, the DAG's
   /// sharing, which leaves are the same buffer, and which roots share a shape. Not sizes, not

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "ir/dtype_dispatch.h"
+#include "ir/philox.h"
 #include "ir/scalar_semantics.h"
 
 namespace lazyjit::ir {
@@ -81,6 +82,16 @@ HostTensor eval_leaf(const Node& node) {
         for (int64_t i = 0; i < n; ++i) set<T>(out, i, static_cast<T>(i));
       });
       break;
+    case OpKind::Rand:
+    case OpKind::Randn:
+      dispatch_floating(node.dtype(), [&]<class T>(T) {
+        const auto seed = static_cast<uint64_t>(node.scalar().i);
+        for (int64_t i = 0; i < n; ++i) {
+          const philox::Block block = philox::generate(seed, static_cast<uint64_t>(i));
+          set<T>(out, i, node.op() == OpKind::Rand ? philox::uniform<T>(block) : philox::normal<T>(block));
+        }
+      });
+      break;
     default: break;
   }
   return out;
@@ -126,6 +137,140 @@ HostTensor eval_elementwise(const Node& node, const std::vector<const HostTensor
   return out;
 }
 
+/// The row-major multi-index of element `i` of `shape`.
+std::vector<int64_t> unravel(int64_t i, const Shape& shape) {
+  std::vector<int64_t> index(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    index[d] = shape[d] == 0 ? 0 : i % shape[d];
+    i = shape[d] == 0 ? 0 : i / shape[d];
+  }
+  return index;
+}
+
+/// The linear index of `index` in `shape`; dims of size 1 in `shape` read index 0
+/// (broadcasting, right-aligned when `index` has more dims).
+int64_t ravel(std::span<const int64_t> index, const Shape& shape) {
+  int64_t linear = 0;
+  const size_t offset = index.size() - shape.size();
+  for (size_t d = 0; d < shape.size(); ++d) linear = linear * shape[d] + (shape[d] == 1 ? 0 : index[d + offset]);
+  return linear;
+}
+
+/// Sum, amax, amin, argmax: input elements in row-major order, each folded into its output
+/// element (so every output sees its inputs in increasing index order). Float sums are
+/// accumulated in double and rounded once.
+HostTensor eval_reduce(const Node& node, const HostTensor& in) {
+  HostTensor out = make_host(node.dtype(), node.shape());
+  const int64_t n = in.numel(), m = out.numel();
+  if (node.op() == OpKind::Argmax) {
+    const int64_t dim = node.attrs()[0];
+    dispatch_dtype(in.dtype, [&]<class T>(T) {
+      std::vector<T> best(m);
+      std::vector<int64_t> where(m, -1);
+      for (int64_t i = 0; i < n; ++i) {
+        const std::vector<int64_t> index = unravel(i, in.shape);
+        const int64_t o = ravel(index, node.shape());
+        const T v = get<T>(in, i);
+        if (where[o] < 0 || semantics::argmax_prefers<T>(v, static_cast<T>(best[o]))) {
+          best[o] = v;
+          where[o] = index[dim];
+        }
+      }
+      for (int64_t o = 0; o < m; ++o) set<int64_t>(out, o, where[o]);
+    });
+    return out;
+  }
+  dispatch_dtype(in.dtype, [&]<class T>(T) {
+    dispatch_dtype(node.dtype(), [&]<class R>(R) {
+      if (node.op() == OpKind::Sum) {
+        using Acc = std::conditional_t<std::is_floating_point_v<R>, double, uint64_t>;
+        std::vector<Acc> acc(m, Acc{0});
+        for (int64_t i = 0; i < n; ++i) {
+          acc[ravel(unravel(i, in.shape), node.shape())] += static_cast<Acc>(static_cast<R>(get<T>(in, i)));
+        }
+        for (int64_t o = 0; o < m; ++o) set<R>(out, o, static_cast<R>(acc[o]));
+        return;
+      }
+      if constexpr (std::is_same_v<T, R>) {
+        const OpKind fold = node.op() == OpKind::Amax ? OpKind::Maximum : OpKind::Minimum;
+        std::vector<bool> started(m, false);
+        for (int64_t i = 0; i < n; ++i) {
+          const int64_t o = ravel(unravel(i, in.shape), node.shape());
+          T x[3] = {get<T>(out, o), get<T>(in, i), T{}};
+          set<T>(out, o, started[o] ? semantics::apply_same<T>(fold, x) : x[1]);
+          started[o] = true;
+        }
+      }
+    });
+  });
+  return out;
+}
+
+/// Views: each output element copies one operand element.
+HostTensor eval_view(const Node& node, const std::vector<const HostTensor*>& args) {
+  HostTensor out = make_host(node.dtype(), node.shape());
+  const size_t size = dtype_size(node.dtype());
+  const int64_t n = out.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    std::vector<int64_t> index = unravel(i, node.shape());
+    const HostTensor* source = args[0];
+    int64_t from = i;
+    switch (node.op()) {
+      case OpKind::Reshape: break;
+      case OpKind::Permute: {
+        std::vector<int64_t> in(index.size());
+        for (size_t d = 0; d < index.size(); ++d) in[node.attrs()[d]] = index[d];
+        from = ravel(in, source->shape);
+        break;
+      }
+      case OpKind::Expand: from = ravel(index, source->shape); break;
+      case OpKind::Slice: {
+        const int64_t dim = node.attrs()[0];
+        index[dim] = node.attrs()[1] + node.attrs()[2] * index[dim];
+        from = ravel(index, source->shape);
+        break;
+      }
+      case OpKind::Cat: {
+        const int64_t dim = node.attrs()[0];
+        size_t k = 0;
+        while (index[dim] >= args[k]->shape[dim]) index[dim] -= args[k++]->shape[dim];
+        source = args[k];
+        from = ravel(index, source->shape);
+        break;
+      }
+      default: break;
+    }
+    std::memcpy(out.bytes.data() + i * size, source->bytes.data() + from * size, size);
+  }
+  return out;
+}
+
+/// [..., M, K] @ [..., K, N] with broadcast batch dims; float products accumulate in double.
+HostTensor eval_matmul(const Node& node, const HostTensor& a, const HostTensor& b) {
+  HostTensor out = make_host(node.dtype(), node.shape());
+  const size_t rank = node.shape().size();
+  const int64_t rows = node.shape()[rank - 2], cols = node.shape()[rank - 1], inner = a.shape[a.shape.size() - 1];
+  const Shape batch(node.shape().begin(), node.shape().end() - 2);
+  const Shape a_batch(a.shape.begin(), a.shape.end() - 2), b_batch(b.shape.begin(), b.shape.end() - 2);
+  dispatch_dtype(node.dtype(), [&]<class T>(T) {
+    using Acc = std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
+    for (int64_t p = 0; p < numel(batch); ++p) {
+      const std::vector<int64_t> index = unravel(p, batch);
+      const int64_t a0 = ravel(index, a_batch) * rows * inner, b0 = ravel(index, b_batch) * inner * cols;
+      for (int64_t i = 0; i < rows; ++i) {
+        for (int64_t j = 0; j < cols; ++j) {
+          Acc acc{0};
+          for (int64_t k = 0; k < inner; ++k) {
+            acc += static_cast<Acc>(get<T>(a, a0 + i * inner + k)) * static_cast<Acc>(get<T>(b, b0 + k * cols + j));
+          }
+          set<T>(out, (p * rows + i) * cols + j, static_cast<T>(acc));
+        }
+      }
+    }
+  });
+  return out;
+}
+
 }  // namespace
 
 double HostTensor::as_double(int64_t i) const {
@@ -142,7 +287,12 @@ std::vector<HostTensor> interpret(const Graph& graph) {
     }
     std::vector<const HostTensor*> args;
     for (int operand : graph.operands[i]) args.push_back(&values[operand]);
-    values[i] = eval_elementwise(node, args);
+    switch (op_info(node.op()).kind) {
+      case LoweringKind::Reduce: values[i] = eval_reduce(node, *args[0]); break;
+      case LoweringKind::View: values[i] = eval_view(node, args); break;
+      case LoweringKind::Matmul: values[i] = eval_matmul(node, *args[0], *args[1]); break;
+      default: values[i] = eval_elementwise(node, args); break;
+    }
   }
   std::vector<HostTensor> results;
   for (int root : graph.roots) results.push_back(values[root]);

@@ -34,9 +34,12 @@ struct ScalarValue {
 class Node : public std::enable_shared_from_this<Node> {
  public:
   using Operands = absl::InlinedVector<NodePtr, 3>;
+  /// Per-op integer attributes (ops.def says what each op keeps there): part of the key.
+  using Attrs = absl::InlinedVector<int64_t, 4>;
 
-  Node(OpKind op, DType dtype, Shape shape, Operands operands)
-      : op_(op), dtype_(dtype), shape_(std::move(shape)), operands_(std::move(operands)) {
+  Node(OpKind op, DType dtype, Shape shape, Operands operands, Attrs attrs = {})
+      : op_(op), dtype_(dtype), shape_(std::move(shape)), operands_(std::move(operands)),
+        attrs_(std::move(attrs)) {
     for (const NodePtr& operand : operands_) size_bound_ += operand->size_bound_;
     if (size_bound_ > kMaxSizeBound) size_bound_ = kMaxSizeBound;
   }
@@ -47,10 +50,11 @@ class Node : public std::enable_shared_from_this<Node> {
   int rank() const { return static_cast<int>(shape_.size()); }
   std::span<const NodePtr> operands() const { return operands_; }
   const Node& operand(int i) const { return *operands_[i]; }
+  const Attrs& attrs() const { return attrs_; }
 
   /// Parameter leaves: the buffer they read.
   const BackendDataPtr& data() const { return data_; }
-  /// Scalar and Constant leaves: the value.
+  /// Scalar and Constant leaves: the value. Rand and Randn: the seed (an int64).
   ScalarValue scalar() const { return scalar_; }
 
   /// What the cache key sees of this node alone: op, dtype, rank (sizes are not part of it).
@@ -71,6 +75,7 @@ class Node : public std::enable_shared_from_this<Node> {
   friend NodePtr make_parameter(BackendDataPtr data);
   friend NodePtr make_scalar(ScalarValue value, DType dtype, Shape shape);
   friend NodePtr make_constant(ScalarValue value, DType dtype, Shape shape);
+  friend NodePtr make_random(OpKind op, int64_t seed, DType dtype, Shape shape);
 
   static constexpr uint32_t kMaxSizeBound = 1u << 16;
 
@@ -79,6 +84,7 @@ class Node : public std::enable_shared_from_this<Node> {
   uint32_t size_bound_ = 1;
   Shape shape_;
   Operands operands_;
+  Attrs attrs_;
   BackendDataPtr data_;
   ScalarValue scalar_ = ScalarValue::of_int(0);
 };

@@ -21,6 +21,8 @@ enum class DTypeRule : uint8_t {
   Compare,  // Bool
   Cast,     // the target dtype of the cast
   Select,   // the dtype of operands 1 and 2 (operand 0 is the Bool condition)
+  Sum,      // Int64 for bool and integer operands, else the operand's dtype
+  Index,    // Int64
 };
 
 /// Which operand dtypes an op accepts once promoted.
@@ -31,11 +33,11 @@ enum class Admits : uint8_t {
   Bool,      // bool; the builder converts other operands with != 0
 };
 
-enum class LoweringKind : uint8_t { Leaf, Elementwise };
+enum class LoweringKind : uint8_t { Leaf, Elementwise, Reduce, View, Matmul };
 
 struct OpInfo {
   std::string_view name;
-  int arity;
+  int arity;  ///< -1: variadic (cat)
   DTypeRule dtype_rule;
   Admits admits;
   LoweringKind kind;

@@ -11,6 +11,7 @@
 #include "ir/builder.h"
 #include "ir/dtype_dispatch.h"
 #include "ir/host_buffer.h"
+#include "ir/structured.h"
 #include "ir/verifier.h"
 
 namespace lazyjit::ir {
@@ -239,8 +240,39 @@ class Parser {
     switch (op) {
       case OpKind::Parameter: return parameter();
       case OpKind::Scalar: case OpKind::Constant: return scalar(op);
+      case OpKind::Rand: case OpKind::Randn: return random(op, op_token);
       default: return computed(op, op_token);
     }
+  }
+
+  /// "rand SEED : TYPE".
+  absl::StatusOr<NodePtr> random(OpKind op, const Token& op_token) {
+    absl::StatusOr<int64_t> seed = integer("the seed");
+    if (!seed.ok()) return seed.status();
+    if (auto s = expect_punct(':', "':' before the type"); !s.ok()) return s;
+    auto t = type();
+    if (!t.ok()) return t.status();
+    auto [dtype, shape] = *std::move(t);
+    NodePtr node = make_random(op, *seed, dtype, std::move(shape));
+    if (absl::Status s = verify_node(*node); !s.ok()) {
+      return error_at(op_token, fmt::format("{}: {}", op_name(op), std::string(s.message())));
+    }
+    return node;
+  }
+
+  /// "[a,b,...]" right after the op name: the node's attrs, if any.
+  absl::StatusOr<Node::Attrs> attrs() {
+    Node::Attrs attrs;
+    if (!accept_punct('[')) return attrs;
+    if (accept_punct(']')) return attrs;
+    do {
+      absl::StatusOr<int64_t> v = integer("an attribute (an integer)");
+      if (!v.ok()) return v.status();
+      attrs.push_back(*v);
+      if (attrs.size() > kMaxRank + 1) return error("too many attributes");
+    } while (accept_punct(','));
+    if (auto s = expect_punct(']', "',' or ']' after an attribute"); !s.ok()) return s;
+    return attrs;
   }
 
   absl::StatusOr<NodePtr> parameter() {
@@ -317,8 +349,10 @@ class Parser {
   }
 
   absl::StatusOr<NodePtr> computed(OpKind op, const Token& op_token) {
+    absl::StatusOr<Node::Attrs> node_attrs = attrs();
+    if (!node_attrs.ok()) return node_attrs.status();
     Node::Operands operands;
-    if (op_info(op).arity > 0) {
+    if (op_info(op).arity != 0) {
       do {
         absl::StatusOr<NodePtr> v = operand("an operand such as %0");
         if (!v.ok()) return v.status();
@@ -335,7 +369,7 @@ class Parser {
     if (op == OpKind::Arange && (shape.size() != 1 || dtype == DType::Bool)) {
       return error_at(op_token, "arange: expected a 1-D integer or float type");
     }
-    auto node = std::make_shared<Node>(op, dtype, std::move(shape), std::move(operands));
+    auto node = std::make_shared<Node>(op, dtype, std::move(shape), std::move(operands), *std::move(node_attrs));
     if (absl::Status s = verify_node(*node); !s.ok()) {
       return error_at(op_token, fmt::format("{}: {}", op_name(op), std::string(s.message())));
     }

@@ -44,6 +44,10 @@ std::string print_graph(const Graph& graph, PrintOptions options) {
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const Node& node = *graph.nodes[i];
     fmt::format_to(std::back_inserter(out), "  %{} = {}", i, op_name(node.op()));
+    if (!node.attrs().empty()) fmt::format_to(std::back_inserter(out), "[{}]", fmt::join(node.attrs(), ","));
+    if (node.op() == OpKind::Rand || node.op() == OpKind::Randn) {
+      fmt::format_to(std::back_inserter(out), " {}", node.scalar().i);
+    }
     if (node.op() == OpKind::Parameter) fmt::format_to(std::back_inserter(out), " {}", graph.parameter_slot[i]);
     if (node.op() == OpKind::Scalar || node.op() == OpKind::Constant) {
       fmt::format_to(std::back_inserter(out), " {}", scalar_string(node));

@@ -119,6 +119,17 @@ bool apply_compare(OpKind op, T a, T b) {
   }
 }
 
+/// Whether argmax moves from `best` to a later `v`: v is larger, or v is the first NaN
+/// (NaN counts as the maximum; the first maximum wins), as PyTorch's argmax.
+template <class T>
+bool argmax_prefers(T v, T best) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(best)) return false;
+    if (std::isnan(v)) return true;
+  }
+  return v > best;
+}
+
 /// Conversion between compute types. To bool: != 0, so NaN is true. Float to integer
 /// saturates (NaN gives 0), as LLVM's fptosi.sat does, so every input has one result.
 template <class To, class From>

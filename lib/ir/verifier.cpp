@@ -3,6 +3,7 @@
 
 #include "fmt/format.h"
 #include "fmt/ranges.h"
+#include "ir/structured.h"
 
 namespace lazyjit::ir {
 namespace {
@@ -12,6 +13,19 @@ absl::Status node_error(const Node&, std::string_view what) { return absl::Inval
 absl::Status check_node(const Node& node) {
   const OpInfo& info = op_info(node.op());
   const auto operands = node.operands();
+  if (info.kind == LoweringKind::Reduce || info.kind == LoweringKind::View || info.kind == LoweringKind::Matmul) {
+    auto result = structured_result(node.op(), operands, node.attrs(), &node.shape());
+    if (!result.ok()) return result.status();
+    if (result->first != node.dtype()) {
+      return node_error(node, fmt::format("result dtype {} should be {}", dtype_name(node.dtype()),
+                                          dtype_name(result->first)));
+    }
+    return absl::OkStatus();
+  }
+  if (!node.attrs().empty()) return node_error(node, "takes no attrs");
+  if ((node.op() == OpKind::Rand || node.op() == OpKind::Randn) && !is_floating(node.dtype())) {
+    return node_error(node, fmt::format("dtype {} is not a float dtype", dtype_name(node.dtype())));
+  }
   if (static_cast<int>(operands.size()) != info.arity) {
     return node_error(node, fmt::format("has {} operands, expected {}", operands.size(), info.arity));
   }

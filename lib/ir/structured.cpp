@@ -1,0 +1,223 @@
+// Reductions, views, matmul: result shapes, with the checks that make bad input an error.
+#include "ir/structured.h"
+
+#include <algorithm>
+
+#include "fmt/format.h"
+#include "fmt/ranges.h"
+
+namespace lazyjit::ir {
+namespace {
+
+absl::Status invalid(std::string text) { return absl::InvalidArgumentError(std::move(text)); }
+
+std::string dims_text(std::span<const int64_t> dims) { return fmt::format("[{}]", fmt::join(dims, ",")); }
+
+/// The one dtype of `operands`, admitted by the op's row.
+absl::StatusOr<DType> common_dtype(const OpInfo& info, std::span<const NodePtr> operands) {
+  const DType dtype = operands[0]->dtype();
+  for (const NodePtr& operand : operands.subspan(1)) {
+    if (operand->dtype() != dtype) {
+      return invalid(fmt::format("{}: operands must have one dtype, got {} and {}", info.name, dtype_name(dtype),
+                                 dtype_name(operand->dtype())));
+    }
+  }
+  if (!admits_dtype(info.admits, dtype)) {
+    return invalid(fmt::format("{}: {} operands are not supported", info.name, dtype_name(dtype)));
+  }
+  return dtype;
+}
+
+absl::StatusOr<Shape> reduce_shape(OpKind op, const OpInfo& info, const Shape& in, const Node::Attrs& dims) {
+  Shape out = in;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] < 0 || dims[i] >= static_cast<int64_t>(in.size()) || (i > 0 && dims[i] <= dims[i - 1])) {
+      return invalid(fmt::format("{}: dims {} must be ascending and in [0, {})", info.name, dims_text(dims), in.size()));
+    }
+    if (in[dims[i]] == 0 && op != OpKind::Sum) {
+      return invalid(fmt::format("{}: cannot reduce dim {} of size 0 (shape {}): there is no identity",
+                                 info.name, dims[i], shape_to_string(in)));
+    }
+    out[dims[i]] = 1;
+  }
+  return out;
+}
+
+absl::StatusOr<Shape> permute_shape(const Shape& in, const Node::Attrs& perm) {
+  if (perm.size() != in.size()) {
+    return invalid(fmt::format("permute: {} dims given for a tensor of rank {}", perm.size(), in.size()));
+  }
+  std::vector<bool> seen(in.size(), false);
+  Shape out;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= static_cast<int64_t>(in.size()) || seen[p]) {
+      return invalid(fmt::format("permute: {} is not a permutation of the dims of a rank-{} tensor", dims_text(perm),
+                                 in.size()));
+    }
+    seen[p] = true;
+    out.push_back(in[p]);
+  }
+  return out;
+}
+
+absl::Status check_expand(const Shape& in, const Shape& out) {
+  if (out.size() < in.size()) {
+    return invalid(fmt::format("expand: cannot expand shape {} to fewer dims {}", shape_to_string(in),
+                               shape_to_string(out)));
+  }
+  const size_t offset = out.size() - in.size();
+  for (size_t k = 0; k < in.size(); ++k) {
+    if (in[k] != 1 && in[k] != out[k + offset]) {
+      return invalid(fmt::format("expand: cannot expand shape {} to {} (dim {}: {} is neither 1 nor {})",
+                                 shape_to_string(in), shape_to_string(out), k + offset, in[k], out[k + offset]));
+    }
+  }
+  return validate_dims("expand", out);
+}
+
+absl::Status check_slice(const Shape& in, const Node::Attrs& attrs, const Shape& out) {
+  if (attrs.size() != 3) return invalid("slice: expected attrs {dim, start, step}");
+  const int64_t dim = attrs[0], start = attrs[1], step = attrs[2];
+  if (dim < 0 || dim >= static_cast<int64_t>(in.size())) {
+    return invalid(fmt::format("slice: dim {} is out of range for a tensor of rank {}", dim, in.size()));
+  }
+  if (step <= 0) return invalid(fmt::format("slice: step must be positive, got {}", step));
+  if (out.size() != in.size()) return invalid("slice: the result must keep the operand's rank");
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (static_cast<int64_t>(d) != dim && out[d] != in[d]) {
+      return invalid(fmt::format("slice: result shape {} differs from the operand's {} outside dim {}",
+                                 shape_to_string(out), shape_to_string(in), dim));
+    }
+  }
+  const int64_t n = out[dim];
+  if (start < 0 || (n > 0 && (start >= in[dim] || start + (n - 1) * step >= in[dim]))) {
+    return invalid(fmt::format("slice: {} elements from {} by step {} do not fit dim {} of size {}", n, start, step,
+                               dim, in[dim]));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Shape> cat_shape(std::span<const NodePtr> operands, const Node::Attrs& attrs) {
+  if (attrs.size() != 1) return invalid("cat: expected attrs {dim}");
+  if (operands.empty()) return invalid("cat: expected at least one tensor");
+  const Shape& first = operands[0]->shape();
+  const int64_t dim = attrs[0];
+  if (dim < 0 || dim >= static_cast<int64_t>(first.size())) {
+    return invalid(fmt::format("cat: dim {} is out of range for tensors of rank {}", dim, first.size()));
+  }
+  Shape out = first;
+  for (size_t i = 1; i < operands.size(); ++i) {
+    const Shape& s = operands[i]->shape();
+    bool same = s.size() == first.size();
+    for (size_t d = 0; same && d < s.size(); ++d) same = static_cast<int64_t>(d) == dim || s[d] == first[d];
+    if (!same) {
+      return invalid(fmt::format("cat: tensor {} has shape {}, which differs from {} outside dim {}", i,
+                                 shape_to_string(s), shape_to_string(first), dim));
+    }
+    out[dim] += s[dim];
+  }
+  if (absl::Status s = validate_dims("cat", out); !s.ok()) return s;
+  return out;
+}
+
+absl::StatusOr<Shape> matmul_shape(const Shape& a, const Shape& b) {
+  if (a.size() < 2 || b.size() < 2) {
+    return invalid(fmt::format("matmul: operands must have rank 2 or more here, got {} and {}", shape_to_string(a),
+                               shape_to_string(b)));
+  }
+  const int64_t k = a[a.size() - 1];
+  if (k != b[b.size() - 2]) {
+    return invalid(fmt::format("matmul: shapes {} and {} cannot be multiplied ({} columns vs {} rows)",
+                               shape_to_string(a), shape_to_string(b), k, b[b.size() - 2]));
+  }
+  absl::StatusOr<Shape> batch = broadcast_shapes("matmul", std::span(a).first(a.size() - 2),
+                                                 std::span(b).first(b.size() - 2));
+  if (!batch.ok()) return batch.status();
+  Shape out = *std::move(batch);
+  out.push_back(a[a.size() - 2]);
+  out.push_back(b[b.size() - 1]);
+  if (absl::Status s = validate_dims("matmul", out); !s.ok()) return s;
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::pair<DType, Shape>> structured_result(OpKind op, std::span<const NodePtr> operands,
+                                                           const Node::Attrs& attrs, const Shape* given) {
+  const OpInfo& info = op_info(op);
+  if (info.arity >= 0 && static_cast<int>(operands.size()) != info.arity) {
+    return invalid(fmt::format("{}: expected {} operands, got {}", info.name, info.arity, operands.size()));
+  }
+  if (operands.empty()) return invalid(fmt::format("{}: expected operands", info.name));
+  absl::StatusOr<DType> dtype = common_dtype(info, operands);
+  if (!dtype.ok()) return dtype.status();
+  const Shape& in = operands[0]->shape();
+  auto needs_given = [&]() -> absl::Status {
+    return given ? absl::OkStatus() : absl::InternalError(fmt::format("{}: the result shape must be given", info.name));
+  };
+
+  absl::StatusOr<Shape> shape = in;
+  switch (op) {
+    case OpKind::Sum: case OpKind::Amax: case OpKind::Amin:
+      shape = reduce_shape(op, info, in, attrs);
+      break;
+    case OpKind::Argmax:
+      if (attrs.size() != 1) return invalid("argmax: expected attrs {dim}");
+      shape = reduce_shape(op, info, in, attrs);
+      break;
+    case OpKind::Reshape:
+      if (absl::Status s = needs_given(); !s.ok()) return s;
+      if (!attrs.empty()) return invalid("reshape: takes no attrs");
+      if (numel(*given) != numel(in)) {
+        return invalid(fmt::format("reshape: shape {} is invalid for a tensor of {} elements (shape {})",
+                                   shape_to_string(*given), numel(in), shape_to_string(in)));
+      }
+      shape = *given;
+      break;
+    case OpKind::Permute:
+      shape = permute_shape(in, attrs);
+      break;
+    case OpKind::Expand:
+      if (absl::Status s = needs_given(); !s.ok()) return s;
+      if (absl::Status s = check_expand(in, *given); !s.ok()) return s;
+      shape = *given;
+      break;
+    case OpKind::Slice:
+      if (absl::Status s = needs_given(); !s.ok()) return s;
+      if (absl::Status s = check_slice(in, attrs, *given); !s.ok()) return s;
+      shape = *given;
+      break;
+    case OpKind::Cat:
+      shape = cat_shape(operands, attrs);
+      break;
+    case OpKind::Matmul:
+      shape = matmul_shape(in, operands[1]->shape());
+      break;
+    default:
+      return absl::InternalError(fmt::format("{} is not a structured op", info.name));
+  }
+  if (!shape.ok()) return shape.status();
+  if (given != nullptr && *given != *shape) {
+    return invalid(fmt::format("{}: result shape {} should be {}", info.name, shape_to_string(*given),
+                               shape_to_string(*shape)));
+  }
+  DType result = *dtype;
+  if (info.dtype_rule == DTypeRule::Index) result = DType::Int64;
+  if (info.dtype_rule == DTypeRule::Sum && !is_floating(result)) result = DType::Int64;
+  return std::make_pair(result, *std::move(shape));
+}
+
+absl::StatusOr<NodePtr> make_structured(OpKind op, Node::Operands operands, Node::Attrs attrs, const Shape* given) {
+  auto result = structured_result(op, operands, attrs, given);
+  if (!result.ok()) return result.status();
+  auto& [dtype, shape] = *result;
+  return std::make_shared<Node>(op, dtype, std::move(shape), std::move(operands), std::move(attrs));
+}
+
+NodePtr make_random(OpKind op, int64_t seed, DType dtype, Shape shape) {
+  auto node = std::make_shared<Node>(op, dtype, std::move(shape), Node::Operands{});
+  node->scalar_ = ScalarValue::of_int(seed);
+  return node;
+}
+
+}  // namespace lazyjit::ir

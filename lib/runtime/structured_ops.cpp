@@ -1,0 +1,352 @@
+// The public reductions, normalisations, matmul, views and random tensors: PyTorch's
+// argument conventions (negative dims, keepdim, -1 in shapes, Python slice bounds) are
+// resolved here, then one IR node is traced (ir/structured.h checks it).
+#include <algorithm>
+#include <numeric>
+
+#include "fmt/format.h"
+#include "fmt/ranges.h"
+#include "ir/builder.h"
+#include "ir/structured.h"
+#include "ir/types.h"
+#include "lazyjit/error.h"
+#include "lazyjit/ops.h"
+#include "runtime/tensor_impl.h"
+
+namespace lazyjit {
+namespace detail {
+Tensor make_pending(ir::NodePtr node);
+}
+
+namespace {
+
+using ir::OpKind;
+
+std::string text(std::span<const int64_t> v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
+
+ir::NodePtr value_of(const Tensor& t, std::string_view op) {
+  if (!t.defined()) throw Error(fmt::format("{}: an operand is an undefined tensor", op));
+  return t.impl()->ir_value();
+}
+
+ir::NodePtr check(absl::StatusOr<ir::NodePtr> node) {
+  if (!node.ok()) throw Error(std::string(node.status().message()));
+  return *std::move(node);
+}
+
+Tensor pending(ir::NodePtr node) { return detail::make_pending(std::move(node)); }
+
+/// `dim` in [0, rank) from PyTorch's [-rank, rank).
+int64_t wrap_dim(std::string_view op, int64_t dim, int64_t rank) {
+  if (dim < -rank || dim >= rank) {
+    const int64_t lo = rank == 0 ? -1 : -rank, hi = rank == 0 ? 0 : rank - 1;
+    throw Error(fmt::format("{}: dim {} is out of range for a tensor of rank {} (expected {} to {})", op, dim, rank, lo,
+                            hi));
+  }
+  return dim < 0 ? dim + rank : dim;
+}
+
+/// Ascending, distinct dims in [0, rank); empty `dims` means all of them.
+ir::Node::Attrs reduced_dims(std::string_view op, const std::vector<int64_t>& dims, int64_t rank) {
+  ir::Node::Attrs out;
+  if (dims.empty()) {
+    for (int64_t d = 0; d < rank; ++d) out.push_back(d);
+    return out;
+  }
+  for (int64_t d : dims) out.push_back(wrap_dim(op, d, std::max<int64_t>(rank, 1)));
+  std::sort(out.begin(), out.end());
+  if (std::adjacent_find(out.begin(), out.end()) != out.end()) {
+    throw Error(fmt::format("{}: dims {} name a dim twice", op, text(dims)));
+  }
+  if (rank == 0) out.clear();  // a scalar reduces over dim 0 or -1 to itself
+  return out;
+}
+
+ir::NodePtr reshape_node(ir::NodePtr x, ir::Shape shape) {
+  if (x->shape() == shape) return x;
+  return check(ir::make_structured(OpKind::Reshape, {std::move(x)}, {}, &shape));
+}
+
+/// `node` (keepdim shape) with the reduced dims dropped unless `keepdim`.
+ir::NodePtr finish_reduce(ir::NodePtr node, const ir::Node::Attrs& dims, bool keepdim) {
+  if (keepdim) return node;
+  ir::Shape shape;
+  for (int64_t d = 0; d < node->rank(); ++d) {
+    if (!std::binary_search(dims.begin(), dims.end(), d)) shape.push_back(node->shape()[d]);
+  }
+  return reshape_node(std::move(node), std::move(shape));
+}
+
+ir::NodePtr reduce(OpKind op, ir::NodePtr x, const std::vector<int64_t>& dims, bool keepdim) {
+  const ir::Node::Attrs attrs = reduced_dims(ir::op_name(op), dims, x->rank());
+  if (attrs.empty()) {  // nothing to fold: sum still converts to its dtype
+    return op == OpKind::Sum && !is_floating(x->dtype()) ? ir::make_cast(std::move(x), DType::Int64) : x;
+  }
+  return finish_reduce(check(ir::make_structured(op, {std::move(x)}, attrs)), attrs, keepdim);
+}
+
+ir::NodePtr elementwise(OpKind op, std::initializer_list<ir::NodePtr> operands) {
+  return check(ir::make_elementwise(op, std::span(operands.begin(), operands.size())));
+}
+
+ir::NodePtr number(double value, DType dtype) { return ir::make_scalar(Scalar(value), dtype); }
+
+/// The element count of `dims` of `x` (the divisor of mean), as a runtime scalar.
+ir::NodePtr count_of(const ir::NodePtr& x, const ir::Node::Attrs& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= x->shape()[d];
+  return number(static_cast<double>(n), x->dtype());
+}
+
+ir::NodePtr unsqueeze_node(ir::NodePtr x, int64_t dim) {
+  ir::Shape shape = x->shape();
+  shape.insert(shape.begin() + dim, 1);
+  return reshape_node(std::move(x), std::move(shape));
+}
+
+ir::NodePtr squeeze_node(ir::NodePtr x, int64_t dim) {
+  ir::Shape shape = x->shape();
+  shape.erase(shape.begin() + dim);
+  return reshape_node(std::move(x), std::move(shape));
+}
+
+ir::Shape to_shape(const std::vector<int64_t>& v) { return ir::Shape(v.begin(), v.end()); }
+
+}  // namespace
+
+Tensor rand(std::vector<int64_t> shape, uint64_t seed, DType dtype) {
+  if (!is_floating(dtype)) throw Error(fmt::format("rand: dtype {} is not a float dtype", dtype_name(dtype)));
+  if (absl::Status s = ir::validate_dims("rand", shape); !s.ok()) throw Error(std::string(s.message()));
+  return pending(ir::make_random(OpKind::Rand, static_cast<int64_t>(seed), dtype, to_shape(shape)));
+}
+
+Tensor randn(std::vector<int64_t> shape, uint64_t seed, DType dtype) {
+  if (!is_floating(dtype)) throw Error(fmt::format("randn: dtype {} is not a float dtype", dtype_name(dtype)));
+  if (absl::Status s = ir::validate_dims("randn", shape); !s.ok()) throw Error(std::string(s.message()));
+  return pending(ir::make_random(OpKind::Randn, static_cast<int64_t>(seed), dtype, to_shape(shape)));
+}
+
+Tensor sum(const Tensor& t, std::vector<int64_t> dims, bool keepdim) {
+  return pending(reduce(OpKind::Sum, value_of(t, "sum"), dims, keepdim));
+}
+
+Tensor mean(const Tensor& t, std::vector<int64_t> dims, bool keepdim) {
+  ir::NodePtr x = value_of(t, "mean");
+  if (!is_floating(x->dtype())) {
+    throw Error(fmt::format("mean: input dtype {} is not a float dtype; convert it first with .to(DType::Float32)",
+                            dtype_name(x->dtype())));
+  }
+  const ir::Node::Attrs attrs = reduced_dims("mean", dims, x->rank());
+  if (attrs.empty()) return pending(x);
+  ir::NodePtr total = check(ir::make_structured(OpKind::Sum, {x}, attrs));
+  ir::NodePtr average = elementwise(OpKind::Div, {std::move(total), count_of(x, attrs)});
+  return pending(finish_reduce(std::move(average), attrs, keepdim));
+}
+
+Tensor amax(const Tensor& t, std::vector<int64_t> dims, bool keepdim) {
+  return pending(reduce(OpKind::Amax, value_of(t, "amax"), dims, keepdim));
+}
+
+Tensor amin(const Tensor& t, std::vector<int64_t> dims, bool keepdim) {
+  return pending(reduce(OpKind::Amin, value_of(t, "amin"), dims, keepdim));
+}
+
+Tensor argmax(const Tensor& t, int64_t dim, bool keepdim) {
+  ir::NodePtr x = value_of(t, "argmax");
+  if (x->rank() == 0) return pending(ir::make_scalar(ir::ScalarValue::of_int(0), DType::Int64, {}));
+  const ir::Node::Attrs attrs = {wrap_dim("argmax", dim, x->rank())};
+  return pending(finish_reduce(check(ir::make_structured(OpKind::Argmax, {std::move(x)}, attrs)), attrs, keepdim));
+}
+
+namespace {
+
+/// x minus its maximum along `dim` (keepdim), in x's float dtype: the stable core of softmax.
+std::pair<ir::NodePtr, ir::Node::Attrs> shifted(std::string_view op, const Tensor& t, int64_t dim) {
+  ir::NodePtr x = value_of(t, op);
+  if (!is_floating(x->dtype())) x = ir::make_cast(std::move(x), DType::Float32);
+  const ir::Node::Attrs attrs = {wrap_dim(op, dim, std::max(x->rank(), 1))};
+  if (x->rank() == 0 || x->shape()[attrs[0]] == 0) return {std::move(x), {}};
+  ir::NodePtr max = check(ir::make_structured(OpKind::Amax, {x}, attrs));
+  return {elementwise(OpKind::Sub, {std::move(x), std::move(max)}), attrs};
+}
+
+}  // namespace
+
+Tensor softmax(const Tensor& t, int64_t dim) {
+  auto [z, attrs] = shifted("softmax", t, dim);
+  if (attrs.empty()) return pending(z->rank() == 0 ? number(1.0, z->dtype()) : z);  // empty or rank 0
+  ir::NodePtr e = elementwise(OpKind::Exp, {std::move(z)});
+  ir::NodePtr total = check(ir::make_structured(OpKind::Sum, {e}, attrs));
+  return pending(elementwise(OpKind::Div, {std::move(e), std::move(total)}));
+}
+
+Tensor log_softmax(const Tensor& t, int64_t dim) {
+  auto [z, attrs] = shifted("log_softmax", t, dim);
+  if (attrs.empty()) return pending(z->rank() == 0 ? number(0.0, z->dtype()) : z);
+  ir::NodePtr total = check(ir::make_structured(OpKind::Sum, {elementwise(OpKind::Exp, {z})}, attrs));
+  return pending(elementwise(OpKind::Sub, {z, elementwise(OpKind::Log, {std::move(total)})}));
+}
+
+Tensor layer_norm(const Tensor& input, int64_t normalized_ndim, const Tensor& gamma, const Tensor& beta, double eps) {
+  ir::NodePtr x = value_of(input, "layer_norm");
+  if (normalized_ndim < 1 || normalized_ndim > x->rank()) {
+    throw Error(fmt::format("layer_norm: normalized_ndim {} must be in [1, {}] for input shape {}", normalized_ndim,
+                            x->rank(), ir::shape_to_string(x->shape())));
+  }
+  if (!is_floating(x->dtype())) {
+    throw Error(fmt::format("layer_norm: input dtype {} is not a float dtype", dtype_name(x->dtype())));
+  }
+  const ir::Shape normalized(x->shape().end() - normalized_ndim, x->shape().end());
+  for (const auto& [name, p] : {std::pair{"gamma", &gamma}, std::pair{"beta", &beta}}) {
+    if (p->defined() && ir::Shape(p->shape().begin(), p->shape().end()) != normalized) {
+      throw Error(fmt::format("layer_norm: {} has shape {}, expected the normalized shape {}", name,
+                              text(p->shape()), ir::shape_to_string(normalized)));
+    }
+  }
+  ir::Node::Attrs attrs;
+  for (int64_t d = x->rank() - normalized_ndim; d < x->rank(); ++d) attrs.push_back(d);
+  if (ir::numel(normalized) == 0) return pending(x);
+  ir::NodePtr n = count_of(x, attrs);
+  ir::NodePtr mean = elementwise(OpKind::Div, {check(ir::make_structured(OpKind::Sum, {x}, attrs)), n});
+  ir::NodePtr centred = elementwise(OpKind::Sub, {x, std::move(mean)});
+  ir::NodePtr squares = elementwise(OpKind::Mul, {centred, centred});
+  ir::NodePtr var = elementwise(OpKind::Div, {check(ir::make_structured(OpKind::Sum, {std::move(squares)}, attrs)), n});
+  ir::NodePtr scale = elementwise(OpKind::Rsqrt, {elementwise(OpKind::Add, {std::move(var), number(eps, x->dtype())})});
+  ir::NodePtr y = elementwise(OpKind::Mul, {std::move(centred), std::move(scale)});
+  if (gamma.defined()) y = elementwise(OpKind::Mul, {std::move(y), value_of(gamma, "layer_norm")});
+  if (beta.defined()) y = elementwise(OpKind::Add, {std::move(y), value_of(beta, "layer_norm")});
+  return pending(std::move(y));
+}
+
+Tensor matmul(const Tensor& ta, const Tensor& tb) {
+  ir::NodePtr a = value_of(ta, "matmul"), b = value_of(tb, "matmul");
+  if (a->rank() == 0 || b->rank() == 0) {
+    throw Error(fmt::format("matmul: both operands need at least one dim, got shapes {} and {}",
+                            ir::shape_to_string(a->shape()), ir::shape_to_string(b->shape())));
+  }
+  const DType dtype = ir::promote_types(a->dtype(), b->dtype());
+  if (dtype == DType::Bool) throw Error("matmul: bool operands are not supported");
+  a = ir::make_cast(std::move(a), dtype);
+  b = ir::make_cast(std::move(b), dtype);
+  const bool row = a->rank() == 1, column = b->rank() == 1;
+  if (row) a = unsqueeze_node(std::move(a), 0);
+  if (column) b = unsqueeze_node(std::move(b), 1);
+  ir::NodePtr product = check(ir::make_structured(OpKind::Matmul, {std::move(a), std::move(b)}, {}));
+  if (column) product = squeeze_node(std::move(product), product->rank() - 1);
+  if (row) product = squeeze_node(std::move(product), product->rank() - (column ? 1 : 2));
+  return pending(std::move(product));
+}
+
+Tensor reshape(const Tensor& t, std::vector<int64_t> shape) {
+  ir::NodePtr x = value_of(t, "reshape");
+  int64_t known = 1;
+  int inferred = -1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == -1 && inferred < 0) {
+      inferred = static_cast<int>(d);
+    } else if (shape[d] < 0) {
+      throw Error(fmt::format("reshape: invalid shape {} (one dim may be -1, others must be >= 0)", text(shape)));
+    } else {
+      known *= shape[d];
+    }
+  }
+  const int64_t n = ir::numel(x->shape());
+  if (inferred >= 0) {
+    if (known == 0 || n % known != 0) {
+      throw Error(fmt::format("reshape: shape {} is invalid for a tensor of {} elements (shape {})", text(shape), n,
+                              ir::shape_to_string(x->shape())));
+    }
+    shape[inferred] = n / known;
+  }
+  if (absl::Status s = ir::validate_dims("reshape", shape); !s.ok()) throw Error(std::string(s.message()));
+  return pending(reshape_node(std::move(x), to_shape(shape)));
+}
+
+Tensor permute(const Tensor& t, std::vector<int64_t> dims) {
+  ir::NodePtr x = value_of(t, "permute");
+  if (static_cast<int64_t>(dims.size()) != x->rank()) {
+    throw Error(fmt::format("permute: {} dims given for a tensor of rank {}", dims.size(), x->rank()));
+  }
+  ir::Node::Attrs perm;
+  for (int64_t d : dims) perm.push_back(wrap_dim("permute", d, x->rank()));
+  bool identity = true;
+  for (size_t d = 0; d < perm.size(); ++d) identity = identity && perm[d] == static_cast<int64_t>(d);
+  if (identity) return pending(std::move(x));
+  auto node = ir::make_structured(OpKind::Permute, {std::move(x)}, std::move(perm));
+  if (!node.ok()) throw Error(fmt::format("permute: dims {} are not a permutation", text(dims)));
+  return pending(*std::move(node));
+}
+
+Tensor transpose(const Tensor& t, int64_t dim0, int64_t dim1) {
+  const int64_t rank = value_of(t, "transpose")->rank();
+  if (rank == 0) return t.to(t.dtype());
+  std::vector<int64_t> perm(rank);
+  std::iota(perm.begin(), perm.end(), 0);
+  std::swap(perm[wrap_dim("transpose", dim0, rank)], perm[wrap_dim("transpose", dim1, rank)]);
+  return permute(t, perm);
+}
+
+Tensor expand(const Tensor& t, std::vector<int64_t> shape) {
+  ir::NodePtr x = value_of(t, "expand");
+  const int64_t offset = static_cast<int64_t>(shape.size()) - x->rank();
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] != -1) continue;
+    if (static_cast<int64_t>(d) < offset) {
+      throw Error(fmt::format("expand: -1 is not allowed for the new leading dim {} of {}", d, text(shape)));
+    }
+    shape[d] = x->shape()[d - offset];
+  }
+  ir::Shape out = to_shape(shape);
+  if (out == x->shape()) return pending(std::move(x));
+  return pending(check(ir::make_structured(OpKind::Expand, {std::move(x)}, {}, &out)));
+}
+
+Tensor slice(const Tensor& t, int64_t dim, int64_t start, int64_t end, int64_t step) {
+  ir::NodePtr x = value_of(t, "slice");
+  if (x->rank() == 0) throw Error("slice: cannot slice a rank-0 tensor");
+  const int64_t d = wrap_dim("slice", dim, x->rank());
+  if (step <= 0) throw Error(fmt::format("slice: step must be positive, got {}", step));
+  const int64_t size = x->shape()[d];
+  auto clamp = [&](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + size : v, 0, size); };
+  const int64_t lo = clamp(start), hi = std::max(clamp(end), lo);
+  const int64_t count = (hi - lo + step - 1) / step;
+  if (lo == 0 && count == size) return pending(std::move(x));
+  ir::Shape shape = x->shape();
+  shape[d] = count;
+  return pending(check(ir::make_structured(OpKind::Slice, {std::move(x)}, {d, count == 0 ? 0 : lo, step}, &shape)));
+}
+
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  if (tensors.empty()) throw Error("cat: expected at least one tensor");
+  ir::Node::Operands operands;
+  for (const Tensor& t : tensors) operands.push_back(value_of(t, "cat"));
+  const int64_t rank = operands[0]->rank();
+  if (rank == 0) throw Error("cat: rank-0 tensors cannot be concatenated");
+  const int64_t d = wrap_dim("cat", dim, rank);
+  DType dtype = operands[0]->dtype();
+  for (const ir::NodePtr& x : operands) dtype = ir::promote_types(dtype, x->dtype());
+  for (ir::NodePtr& x : operands) {
+    if (x->rank() != rank) {
+      throw Error(fmt::format("cat: tensors must have one rank, got shapes {} and {}",
+                              ir::shape_to_string(operands[0]->shape()), ir::shape_to_string(x->shape())));
+    }
+    x = ir::make_cast(std::move(x), dtype);
+  }
+  if (operands.size() == 1) return pending(std::move(operands[0]));
+  return pending(check(ir::make_structured(OpKind::Cat, std::move(operands), {d})));
+}
+
+Tensor squeeze(const Tensor& t, int64_t dim) {
+  ir::NodePtr x = value_of(t, "squeeze");
+  if (x->rank() == 0) return pending(std::move(x));
+  const int64_t d = wrap_dim("squeeze", dim, x->rank());
+  if (x->shape()[d] != 1) return pending(std::move(x));
+  return pending(squeeze_node(std::move(x), d));
+}
+
+Tensor unsqueeze(const Tensor& t, int64_t dim) {
+  ir::NodePtr x = value_of(t, "unsqueeze");
+  return pending(unsqueeze_node(x, wrap_dim("unsqueeze", dim, x->rank() + 1)));
+}
+
+}  // namespace lazyjit
