@@ -4,28 +4,17 @@
 
 #include <cmath>
 #include <cstdint>
-#include <map>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "bench_rows.h"
 #include "hand_loops.h"
 
 namespace {
 
 using lazyjit::Tensor;
 
-const std::vector<float>& input(int64_t n) {
-  static std::map<int64_t, std::vector<float>> cache;
-  auto& v = cache[n];
-  if (v.empty()) {
-    std::mt19937 rng(42);
-    std::uniform_real_distribution<float> dist(-4.0f, 4.0f);
-    v.resize(static_cast<size_t>(n));
-    for (float& f : v) f = dist(rng);
-  }
-  return v;
-}
+const std::vector<float>& input(int64_t n) { return bench::random_data(n, 42, -4.0f, 4.0f); }
 
 // Empty when |got - want| <= tol * (1 + |want|) everywhere, else a message for SkipWithError.
 std::string mismatch(const std::vector<float>& got, const std::vector<float>& want, float tol) {
@@ -129,9 +118,6 @@ void BM_trace_overhead_hand(benchmark::State& state) {
 }
 
 }  // namespace
-
-#define LAZYJIT_BENCH(fn, unit, min_time) \
-  BENCHMARK(fn)->UseRealTime()->Unit(unit)->MinTime(min_time)->Repetitions(5)->DisplayAggregatesOnly(true)
 
 LAZYJIT_BENCH(BM_ew_simple_lazyjit, benchmark::kMillisecond, 0.2)->Arg(1 << 24);
 LAZYJIT_BENCH(BM_ew_simple_hand, benchmark::kMillisecond, 0.2)->Arg(1 << 24);

@@ -1,4 +1,4 @@
-// lazyjit-bench entry point: Google Benchmark's main plus a lazyjit/hand ratio table of medians.
+// lazyjit-bench entry point: Google Benchmark's main plus a table of lazyjit/peer ratios of medians.
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
@@ -8,6 +8,10 @@
 #include <ostream>
 #include <string>
 #include <vector>
+
+#ifdef LAZYJIT_BENCH_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
 
 #include "hand_loops.h"
 
@@ -42,12 +46,13 @@ class RatioReporter : public benchmark::ConsoleReporter {
     for (const auto& [key, lazy] : medians_) {
       auto pos = key.find("_lazyjit");
       if (pos == std::string::npos) continue;
-      for (const char* variant : {"hand", "hand_stream", "hand_fastmath"}) {
+      for (const char* variant :
+           {"hand", "hand_stream", "hand_fastmath", "hand_plus_pass", "openblas", "openblas_plus_pass"}) {
         std::string peer = key;
         peer.replace(pos + 1, 7, variant);
         auto hand = medians_.find(peer);
         if (hand == medians_.end()) continue;
-        if (!header) out << "\nmedian real time, lazyjit vs hand loops (" << bench::kHandThreads << " threads):\n";
+        if (!header) out << "\nmedian real time, lazyjit vs peers (" << bench::kHandThreads << " threads each):\n";
         header = true;
         std::string workload = key.substr(0, pos) + key.substr(pos + 8);
         if (workload.rfind("BM_", 0) == 0) workload.erase(0, 3);
@@ -67,12 +72,29 @@ class RatioReporter : public benchmark::ConsoleReporter {
   std::map<std::string, Median> medians_;
 };
 
+// OpenBLAS reads OPENBLAS_CORETYPE as it loads, before main: here it can only be reported.
+void configure_openblas() {
+#ifdef LAZYJIT_BENCH_HAVE_OPENBLAS
+  openblas_set_num_threads(bench::kHandThreads);
+  const char* coretype = std::getenv("OPENBLAS_CORETYPE");
+  std::printf("OpenBLAS: %d threads, %s kernels; OPENBLAS_CORETYPE=%s\n", openblas_get_num_threads(),
+              openblas_get_corename(), coretype ? coretype : "(unset)");
+  if (!coretype || std::string(coretype) != "SkylakeX")
+    std::printf("note: the recorded OpenBLAS figures use its AVX-512 (SkylakeX) kernels, set before it loads:\n"
+                "  OPENBLAS_CORETYPE=SkylakeX build/benchmarks/lazyjit-bench\n");
+#else
+  std::printf("OpenBLAS: not built in, its rows are left out (install libopenblas-dev: scripts/setup.sh --peers)\n");
+#endif
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   setenv("LAZYJIT_NUM_THREADS", std::to_string(bench::kHandThreads).c_str(), /*overwrite=*/0);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  configure_openblas();
   RatioReporter reporter(isatty(STDOUT_FILENO) ? benchmark::ConsoleReporter::OO_Color
                                                : benchmark::ConsoleReporter::OO_None);
   benchmark::RunSpecifiedBenchmarks(&reporter);

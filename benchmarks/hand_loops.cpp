@@ -2,32 +2,16 @@
 #include "hand_loops.h"
 
 #include <immintrin.h>
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
-#include <tbb/partitioner.h>
-#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 
+#include "hand_parallel.h"
+#include "hand_row_kernels.h"
+
 namespace bench {
 namespace {
-
-tbb::task_arena& arena() {
-  static tbb::task_arena a(kHandThreads);
-  return a;
-}
-
-template <class Body>
-void parallel(int64_t n, Body body) {
-  arena().execute([&] {
-    tbb::parallel_for(
-        tbb::blocked_range<int64_t>(0, n),
-        [&](const tbb::blocked_range<int64_t>& r) { body(r.begin(), r.end()); },
-        tbb::static_partitioner());
-  });
-}
 
 inline float simple(float v) { return std::max(v * 1.5f + 0.25f, 0.0f) * 0.5f + v; }
 
@@ -66,6 +50,22 @@ void ew_transcendental(const float* __restrict x, float* __restrict out, int64_t
       float v = x[i];
       float sig = 1.0f / (1.0f + std::exp(-v));
       out[i] = sig * std::tanh(0.5f * v + 1.0f) + v * v;
+    }
+  });
+}
+
+void softmax(const float* x, float* out, int64_t rows, int64_t cols) { softmax_rows(x, out, rows, cols); }
+
+void layer_norm(const float* x, const float* gamma, const float* beta, float* out, int64_t rows, int64_t cols,
+                float eps) {
+  layer_norm_rows(x, gamma, beta, out, rows, cols, eps);
+}
+
+void bias_relu(float* __restrict out, const float* __restrict bias, int64_t rows, int64_t cols) {
+  parallel(rows, [=](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      float* yr = out + r * cols;
+      for (int64_t c = 0; c < cols; ++c) yr[c] = std::max(yr[c] + bias[c], 0.0f);
     }
   });
 }

@@ -39,7 +39,9 @@ using Entry = CompileCache::Entry;
 
 /// A CompiledGraph holding no code, told apart by the symbol of its one kernel spec.
 Entry fake_entry(const std::string& tag) {
-  return std::make_shared<const CompiledGraph>(std::vector<lowering::KernelSpec>{{tag, 0, {0}}},
+  lowering::KernelPlan plan;
+  plan.kernels.push_back({.symbol = tag, .domain = 0, .results = {0}});
+  return std::make_shared<const CompiledGraph>(std::move(plan),
                                                std::vector<lowering::KernelFn>{},
                                                /*session=*/nullptr, /*dylib=*/nullptr);
 }
@@ -345,12 +347,17 @@ std::vector<std::shared_ptr<HostData>> run(const ir::Graph& graph, const Compile
   std::vector<ir::ScalarValue> scalars;
   for (int s : graph.scalars) scalars.push_back(graph.nodes[s]->scalar());
   buffers.push_back(scalars.data());
+  std::vector<std::vector<uint8_t>> temps;
+  for (const lowering::TempBuffer& temp : code.plan().temps) {
+    temps.emplace_back(lowering::temp_bytes(graph, temp) + 64);
+    buffers.push_back(temps.back().data() + (64 - reinterpret_cast<uintptr_t>(temps.back().data()) % 64) % 64);
+  }
+  const std::vector<int64_t> shapes = lowering::shape_table(graph);
   for (size_t k = 0; k < code.kernels().size(); ++k) {
-    const ir::Shape& shape = graph.nodes[graph.roots[code.kernels()[k].iteration_result]]->shape();
-    const int64_t n = ir::numel(shape);
+    const int64_t n = lowering::launch_of(graph, code.kernels()[k]).count;
     const int64_t mid = std::min(split, n);
-    if (mid > 0) code.function(k)(buffers.data(), shape.data(), 0, mid);
-    if (n > mid) code.function(k)(buffers.data(), shape.data(), mid, n);
+    if (mid > 0) code.function(k)(buffers.data(), shapes.data(), 0, mid);
+    if (n > mid) code.function(k)(buffers.data(), shapes.data(), mid, n);
   }
   return results;
 }
@@ -387,9 +394,9 @@ struct TestGraph {
 TEST(JitCompilerTest, CompilesAndRunsALoweredGraph) {
   TestGraph g(3, 5, 1.5);
   lowering::LoweredGraph lowered = lowering::lower_graph(g.graph);
-  ASSERT_EQ(lowered.kernels.size(), 2u);  // one per result shape
-  EXPECT_EQ(lowered.kernels[0].results, (std::vector<int>{0, 1}));
-  EXPECT_EQ(lowered.kernels[1].results, (std::vector<int>{2}));
+  ASSERT_EQ(lowered.plan.kernels.size(), 2u);  // one per result shape
+  EXPECT_EQ(lowered.plan.kernels[0].results, (std::vector<int>{0, 1}));
+  EXPECT_EQ(lowered.plan.kernels[1].results, (std::vector<int>{2}));
   absl::StatusOr<std::shared_ptr<const CompiledGraph>> code = jit().compile(std::move(lowered));
   ASSERT_TRUE(code.ok()) << code.status();
   ASSERT_EQ((*code)->kernels().size(), 2u);
@@ -439,7 +446,7 @@ lowering::LoweredGraph hand_module(const std::string& name, bool valid, const st
 
 TEST(JitCompilerTest, InvalidIrIsAnError) {
   lowering::LoweredGraph lowered = hand_module("bad_kernel", /*valid=*/false);
-  lowered.kernels.push_back({"bad_kernel", 0, {0}});
+  lowered.plan.kernels.push_back({.symbol = "bad_kernel", .domain = 0, .results = {0}});
   absl::StatusOr<std::shared_ptr<const CompiledGraph>> code = jit().compile(std::move(lowered));
   ASSERT_FALSE(code.ok());
   EXPECT_THAT(code.status().message(), HasSubstr("generated LLVM IR is invalid"));
@@ -447,7 +454,7 @@ TEST(JitCompilerTest, InvalidIrIsAnError) {
 
 TEST(JitCompilerTest, MissingKernelSymbolIsAnErrorAndTheJitStillWorks) {
   lowering::LoweredGraph lowered = hand_module("present_kernel", /*valid=*/true);
-  lowered.kernels.push_back({"missing_kernel", 0, {0}});
+  lowered.plan.kernels.push_back({.symbol = "missing_kernel", .domain = 0, .results = {0}});
   absl::StatusOr<std::shared_ptr<const CompiledGraph>> code = jit().compile(std::move(lowered));
   ASSERT_FALSE(code.ok());
   EXPECT_THAT(code.status().message(), HasSubstr("compiling missing_kernel"));
@@ -461,7 +468,7 @@ TEST(JitCompilerTest, MissingKernelSymbolIsAnErrorAndTheJitStillWorks) {
 
 TEST(JitCompilerTest, UnresolvedExternalIsAnErrorNamingIt) {
   lowering::LoweredGraph lowered = hand_module("calls_nothing", /*valid=*/true, "lazyjit_test_no_such_function");
-  lowered.kernels.push_back({"calls_nothing", 0, {0}});
+  lowered.plan.kernels.push_back({.symbol = "calls_nothing", .domain = 0, .results = {0}});
   absl::StatusOr<std::shared_ptr<const CompiledGraph>> code = jit().compile(std::move(lowered));
   ASSERT_FALSE(code.ok());
   EXPECT_THAT(code.status().message(), HasSubstr("lazyjit_test_no_such_function"));
@@ -498,7 +505,7 @@ TEST(JitCompilerTest, AssemblyLeavesTheModuleAlone) {
   llvm::raw_string_ostream(before) << *lowered.module;
   absl::StatusOr<std::string> assembly = jit().assembly(*lowered.module);
   ASSERT_TRUE(assembly.ok()) << assembly.status();
-  EXPECT_THAT(*assembly, HasSubstr(lowered.kernels[0].symbol + ":"));
+  EXPECT_THAT(*assembly, HasSubstr(lowered.plan.kernels[0].symbol + ":"));
   std::string after;
   llvm::raw_string_ostream(after) << *lowered.module;
   EXPECT_EQ(before, after);

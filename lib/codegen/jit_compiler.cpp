@@ -22,7 +22,7 @@ namespace {
 
 /// Bump when generated code changes for the same graph (lowering, ABI, runtime contract):
 /// it is part of every cache key, so on-disk objects from older builds are not loaded.
-inline constexpr uint64_t kKernelAbiVersion = 2;
+inline constexpr uint64_t kKernelAbiVersion = 3;
 inline constexpr const char* kOptLevelName = "O2";
 
 absl::Status to_status(llvm::Error error, std::string_view context) {
@@ -31,10 +31,10 @@ absl::Status to_status(llvm::Error error, std::string_view context) {
 
 }  // namespace
 
-CompiledGraph::CompiledGraph(std::vector<lowering::KernelSpec> kernels, std::vector<lowering::KernelFn> functions,
+CompiledGraph::CompiledGraph(lowering::KernelPlan plan, std::vector<lowering::KernelFn> functions,
                              llvm::orc::ExecutionSession* session, llvm::orc::JITDylib* dylib,
                              std::atomic<int64_t>* loaded)
-    : kernels_(std::move(kernels)), functions_(std::move(functions)), session_(session), dylib_(dylib),
+    : plan_(std::move(plan)), functions_(std::move(functions)), session_(session), dylib_(dylib),
       loaded_(loaded) {
   if (loaded_ != nullptr) loaded_->fetch_add(1);
 }
@@ -159,7 +159,7 @@ absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::compile(loweri
     artifacts->assembly = assembly.ok() ? *std::move(assembly) : std::string(assembly.status().message());
   }
 
-  for (const lowering::KernelSpec& kernel : lowered.kernels) {
+  for (const lowering::KernelSpec& kernel : lowered.plan.kernels) {
     const llvm::Function* fn = lowered.module->getFunction(kernel.symbol);
     if (fn == nullptr || fn->isDeclaration()) {
       return absl::InternalError(fmt::format("compiling {}: the module does not define it", kernel.symbol));
@@ -168,10 +168,10 @@ absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::compile(loweri
   absl::StatusOr<std::string> object = emit(*lowered.module, llvm::CodeGenFileType::ObjectFile);
   if (!object.ok()) return object.status();
   if (artifacts != nullptr) artifacts->object = *object;
-  return load(std::move(lowered.kernels), *object);
+  return load(std::move(lowered.plan), *object);
 }
 
-absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::load(std::vector<lowering::KernelSpec> kernels,
+absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::load(lowering::KernelPlan plan,
                                                                        std::string_view object) {
   std::lock_guard lock(mutex_);
   // Each graph gets a JITDylib of its own: its symbols cannot clash with another graph's
@@ -186,7 +186,7 @@ absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::load(std::vect
     return to_status(std::move(error), "loading the compiled object");
   }
   std::vector<lowering::KernelFn> functions;
-  for (const lowering::KernelSpec& kernel : kernels) {
+  for (const lowering::KernelSpec& kernel : plan.kernels) {
     auto address = jit_->lookup(*dylib, kernel.symbol);
     if (!address) {
       absl::Status status = to_status(address.takeError(), fmt::format("compiling {}", kernel.symbol));
@@ -196,7 +196,7 @@ absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::load(std::vect
     }
     functions.push_back(address->toPtr<lowering::KernelFn>());
   }
-  return std::make_shared<const CompiledGraph>(std::move(kernels), std::move(functions), &jit_->getExecutionSession(),
+  return std::make_shared<const CompiledGraph>(std::move(plan), std::move(functions), &jit_->getExecutionSession(),
                                                &*dylib, &loaded_);
 }
 

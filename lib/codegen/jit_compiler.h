@@ -27,18 +27,19 @@ namespace lazyjit::codegen {
 /// A lowered graph whose kernels are in the JIT. Destroying it frees their code.
 class CompiledGraph {
  public:
-  CompiledGraph(std::vector<lowering::KernelSpec> kernels, std::vector<lowering::KernelFn> functions,
+  CompiledGraph(lowering::KernelPlan plan, std::vector<lowering::KernelFn> functions,
                 llvm::orc::ExecutionSession* session, llvm::orc::JITDylib* dylib,
                 std::atomic<int64_t>* loaded = nullptr);
   ~CompiledGraph();
   CompiledGraph(const CompiledGraph&) = delete;
   CompiledGraph& operator=(const CompiledGraph&) = delete;
 
-  const std::vector<lowering::KernelSpec>& kernels() const { return kernels_; }
+  const lowering::KernelPlan& plan() const { return plan_; }
+  const std::vector<lowering::KernelSpec>& kernels() const { return plan_.kernels; }
   lowering::KernelFn function(size_t kernel) const { return functions_[kernel]; }
 
  private:
-  std::vector<lowering::KernelSpec> kernels_;
+  lowering::KernelPlan plan_;
   std::vector<lowering::KernelFn> functions_;
   llvm::orc::ExecutionSession* session_;
   llvm::orc::JITDylib* dylib_;  // this graph's code; removed on destruction
@@ -79,9 +80,8 @@ class JitCompiler {
   absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile(lowering::LoweredGraph lowered,
                                                               Artifacts* artifacts = nullptr);
   /// Loads an object compile() made (in this process or, through the disk cache, another)
-  /// and resolves `kernels` in it. No LLVM optimisation or codegen runs.
-  absl::StatusOr<std::shared_ptr<const CompiledGraph>> load(std::vector<lowering::KernelSpec> kernels,
-                                                           std::string_view object);
+  /// and resolves the kernels of `plan` in it. No LLVM optimisation or codegen runs.
+  absl::StatusOr<std::shared_ptr<const CompiledGraph>> load(lowering::KernelPlan plan, std::string_view object);
 
  private:
   JitCompiler() = default;

@@ -59,6 +59,14 @@ class GraphBuilder {
       graph_.root_shape_class.push_back(shape_class);
       words_.push_back(static_cast<uint64_t>(graph_.roots.back()) << 32 | static_cast<uint64_t>(shape_class));
     }
+    graph_.root_class_of.assign(graph_.nodes.size(), -1);
+    for (int n : fusion_domains_) {
+      int& root_class = graph_.root_class_of[n];
+      for (size_t r = 0; r < roots.size() && root_class < 0; ++r) {
+        if (roots[r]->shape() == graph_.nodes[n]->shape()) root_class = graph_.root_shape_class[r];
+      }
+      words_.push_back(static_cast<uint64_t>(n) << 32 | static_cast<uint32_t>(root_class));
+    }
     graph_.key = hash_words(words_);
   }
 
@@ -77,6 +85,9 @@ class GraphBuilder {
       words_.push_back(operands.back());
     }
     if (node->operands().size() > 3) words_.push_back(node->operands().size());  // cat
+    const LoweringKind kind = op_info(node->op()).kind;
+    if (kind == LoweringKind::Reduce) fusion_domains_.push_back(operands[0]);
+    if (kind == LoweringKind::Matmul) fusion_domains_.push_back(i);
     int slot = -1;
     if (node->op() == OpKind::Parameter) {
       slot = parameter_slot(node);
@@ -128,6 +139,7 @@ class GraphBuilder {
   std::vector<std::pair<const Node*, size_t>> stack_;
   absl::flat_hash_map<const BackendData*, int> slot_of_buffer_;
   absl::flat_hash_map<Shape, int> first_root_of_shape_;
+  std::vector<int> fusion_domains_;  // nodes whose root_class_of the key records
 };
 
 }  // namespace

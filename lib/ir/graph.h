@@ -22,6 +22,9 @@ struct Graph {
   std::vector<int> scalars;          ///< node indices of the Scalar, Rand and Randn leaves (a
                                      ///< runtime value or seed each), in post-order
   std::vector<int> root_shape_class; ///< per root: index of the first root with the same shape
+  /// Per node: for the operands of reductions and for matmul products (the nodes fusion may
+  /// iterate over), the first root with the same shape; -1 otherwise or when none has it.
+  std::vector<int> root_class_of;
   /// Hash of everything compiled code depends on: ops, dtypes, ranks, unit dims, the DAG's
   /// sharing, which leaves are the same buffer, and which roots share a shape. Not sizes, not
   /// scalar values.

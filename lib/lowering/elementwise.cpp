@@ -204,8 +204,12 @@ Value* emit_elementwise(IRBuilder<>& b, const ir::Node& node, std::span<Value* c
     case ir::DTypeRule::Select: return b.CreateSelect(args[0], args[1], args[2]);
     default: break;
   }
-  if (node.dtype() == DType::Bool) return emit_bool(b, op, args);
-  if (is_integral(node.dtype())) return emit_int(b, op, args);
+  return emit_same(b, op, node.dtype(), args);
+}
+
+Value* emit_same(IRBuilder<>& b, OpKind op, DType dtype, std::span<Value* const> args) {
+  if (dtype == DType::Bool) return emit_bool(b, op, args);
+  if (is_integral(dtype)) return emit_int(b, op, args);
   return emit_float(b, op, args);
 }
 

@@ -21,4 +21,8 @@ llvm::Value* emit_convert(llvm::IRBuilder<>& b, llvm::Value* value, DType from, 
 llvm::Value* emit_elementwise(llvm::IRBuilder<>& b, const ir::Node& node,
                               std::span<llvm::Value* const> args);
 
+/// One element of an op whose result has its operands' dtype (DTypeRule::Same), e.g. the
+/// Maximum that folds amax.
+llvm::Value* emit_same(llvm::IRBuilder<>& b, ir::OpKind op, DType dtype, std::span<llvm::Value* const> args);
+
 }  // namespace lazyjit::lowering

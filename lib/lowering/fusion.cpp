@@ -1,34 +1,342 @@
-// Grouping results into kernels by shape class.
+// Kernel planning: boundaries (reductions, matmuls), result groups, row and epilogue fusion.
 #include "lowering/fusion.h"
+
+#include <algorithm>
 
 #include "fmt/format.h"
 
 namespace lazyjit::lowering {
+namespace {
 
-std::vector<KernelSpec> plan_kernels(const ir::Graph& graph, const std::string& symbol_prefix) {
-  std::vector<KernelSpec> kernels;
-  std::vector<int> kernel_of_class(graph.roots.size(), -1);
-  for (size_t r = 0; r < graph.roots.size(); ++r) {
-    int& k = kernel_of_class[graph.root_shape_class[r]];
-    if (k < 0) {
-      k = static_cast<int>(kernels.size());
-      kernels.push_back({fmt::format("{}_k{}", symbol_prefix, k), static_cast<int>(r), {}});
+using ir::LoweringKind;
+using ir::OpKind;
+
+LoweringKind kind_of(const ir::Graph& graph, int n) { return ir::op_info(graph.nodes[n]->op()).kind; }
+
+/// Values that pass through memory: reductions and matmul products.
+bool is_boundary(const ir::Graph& graph, int n) {
+  const LoweringKind kind = kind_of(graph, n);
+  return kind == LoweringKind::Reduce || kind == LoweringKind::Matmul;
+}
+
+/// The dims a reduction folds.
+std::vector<int> folded_dims(const ir::Node& node) {
+  if (node.op() == OpKind::Argmax) return {static_cast<int>(node.attrs()[0])};
+  return std::vector<int>(node.attrs().begin(), node.attrs().end());
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+class Planner {
+ public:
+  Planner(const ir::Graph& graph) : graph_(graph), n_(static_cast<int>(graph.nodes.size())), users_(n_) {
+    for (int i = 0; i < n_; ++i) {
+      for (int operand : graph.operands[i]) users_[operand].push_back(i);
     }
-    kernels[k].results.push_back(static_cast<int>(r));
+    result_of_.assign(n_, -1);
+    for (size_t r = graph.roots.size(); r-- > 0;) result_of_[graph.roots[r]] = static_cast<int>(r);
   }
-  return kernels;
+
+  KernelPlan plan(const std::string& prefix) {
+    draft_kernels();
+    for (size_t k = 0; k < drafts_.size(); ++k) {
+      if (drafts_[k].group >= 0) fuse_into(k);
+    }
+    return finish(prefix);
+  }
+
+ private:
+  struct Draft {
+    KernelSpec spec;
+    int group = -1;   // result kernels: the shape class of their results
+    int owner = -1;   // a boundary's own kernel: the boundary node
+    bool alive = true;
+  };
+
+  void draft_kernels() {
+    for (int i = 0; i < n_; ++i) {
+      if (!is_boundary(graph_, i)) continue;
+      if (kind_of(graph_, i) == LoweringKind::Matmul) {
+        add({KernelKind::PackA, i}, -1, i);
+        add({KernelKind::PackB, i}, -1, i);
+        add({KernelKind::Matmul, i}, -1, i);
+      } else {
+        Draft& d = add({KernelKind::Rows, graph_.operands[i][0]}, -1, i);
+        d.spec.reduced = folded_dims(*graph_.nodes[i]);
+        d.spec.stages = {i};
+      }
+      for (size_t r = 0; r < graph_.roots.size(); ++r) {
+        if (graph_.roots[r] == i) drafts_.back().spec.results.push_back(static_cast<int>(r));
+      }
+    }
+    std::vector<int> kernel_of_class(graph_.roots.size(), -1);
+    for (size_t r = 0; r < graph_.roots.size(); ++r) {
+      if (is_boundary(graph_, graph_.roots[r])) continue;
+      const int shape_class = graph_.root_shape_class[r];
+      int& k = kernel_of_class[shape_class];
+      if (k < 0) {
+        k = static_cast<int>(drafts_.size());
+        add({KernelKind::Elementwise, graph_.roots[r]}, shape_class, -1);
+      }
+      drafts_[k].spec.results.push_back(static_cast<int>(r));
+    }
+  }
+
+  Draft& add(std::pair<KernelKind, int> kind_and_domain, int group, int owner) {
+    Draft& d = drafts_.emplace_back();
+    d.spec.kind = kind_and_domain.first;
+    d.spec.domain = kind_and_domain.second;
+    d.group = group;
+    d.owner = owner;
+    return d;
+  }
+
+  /// Whether `spec` computes node `n` itself (rather than reading it from a buffer).
+  bool computes(const KernelSpec& spec, int n) const {
+    if (!is_boundary(graph_, n)) return true;
+    return std::find(spec.stages.begin(), spec.stages.end(), n) != spec.stages.end();
+  }
+
+  std::vector<bool> region(const KernelSpec& spec) const { return region_of(graph_, spec); }
+
+  /// Nodes evaluated at (a broadcast of) the domain's element index: the results, the stages'
+  /// operands, and what they reach through elementwise ops.
+  std::vector<bool> direct(const KernelSpec& spec) const {
+    std::vector<bool> direct(n_, false);
+    std::vector<int> stack;
+    for (int r : spec.results) stack.push_back(graph_.roots[r]);
+    for (int s : spec.stages) stack.push_back(graph_.operands[s][0]);
+    while (!stack.empty()) {
+      const int i = stack.back();
+      stack.pop_back();
+      if (direct[i]) continue;
+      direct[i] = true;
+      if (kind_of(graph_, i) != LoweringKind::Elementwise) continue;
+      for (int operand : graph_.operands[i]) stack.push_back(operand);
+    }
+    return direct;
+  }
+
+  /// Whether boundary `b` can be computed inside result kernel `k`: every user of b is
+  /// evaluated by k alone, at the element index, or is one of k's stages.
+  bool readers_all_in(size_t k, int b) const {
+    const KernelSpec& spec = drafts_[k].spec;
+    const std::vector<bool> at_element = direct(spec);
+    const std::vector<bool> mine = region(spec);
+    for (size_t other = 0; other < drafts_.size(); ++other) {
+      if (other == k || !drafts_[other].alive || drafts_[other].owner == b) continue;
+      const std::vector<bool> theirs = region(drafts_[other].spec);
+      for (int u : users_[b]) {
+        if (theirs[u]) return false;
+      }
+    }
+    for (int u : users_[b]) {
+      const bool stage = std::find(spec.stages.begin(), spec.stages.end(), u) != spec.stages.end();
+      if (!mine[u] || !(stage || (at_element[u] && kind_of(graph_, u) == LoweringKind::Elementwise))) return false;
+    }
+    return true;
+  }
+
+  /// The first dim of the innermost run `dims` folds, or -1 when they are not the innermost
+  /// dims of a rank-`rank` domain (or fold everything: one row would leave no parallelism).
+  static int suffix_start(const std::vector<int>& dims, int rank) {
+    if (dims.empty() || dims.back() != rank - 1) return -1;
+    for (size_t i = 1; i < dims.size(); ++i) {
+      if (dims[i] != dims[i - 1] + 1) return -1;
+    }
+    return dims.front() >= 1 ? dims.front() : -1;
+  }
+
+  void fuse_into(size_t k) {
+    for (bool changed = true; changed;) {
+      changed = false;
+      Draft& group = drafts_[k];
+      const int domain_rank = graph_.nodes[group.spec.domain]->rank();
+      for (size_t b_kernel = 0; b_kernel < drafts_.size() && !changed; ++b_kernel) {
+        Draft& owner = drafts_[b_kernel];
+        const int b = owner.owner;
+        if (!owner.alive || b < 0 || !owner.spec.results.empty()) continue;
+        if (owner.spec.kind == KernelKind::Rows && group.spec.kind != KernelKind::Matmul) {
+          const int start = suffix_start(owner.spec.reduced, domain_rank);
+          const int current = group.spec.reduced.empty() ? start : group.spec.reduced.front();
+          if (start < 0 || start != current || graph_.root_class_of[graph_.operands[b][0]] != group.group) continue;
+          if (!readers_all_in(k, b)) continue;
+          group.spec.kind = KernelKind::Rows;
+          group.spec.reduced = owner.spec.reduced;
+          group.spec.stages.push_back(b);
+          std::sort(group.spec.stages.begin(), group.spec.stages.end());
+        } else if (owner.spec.kind == KernelKind::Matmul && group.spec.kind == KernelKind::Elementwise) {
+          if (graph_.root_class_of[b] != group.group || !readers_all_in(k, b)) continue;
+          group.spec.kind = KernelKind::Matmul;
+          group.spec.domain = b;
+        } else {
+          continue;
+        }
+        owner.alive = false;
+        changed = true;
+      }
+    }
+  }
+
+  KernelPlan finish(const std::string& prefix) {
+    KernelPlan plan;
+    plan.buffer_of.assign(n_, -1);
+    const int num_parameters = static_cast<int>(graph_.parameters.size());
+    const int num_results = static_cast<int>(graph_.roots.size());
+    for (int i = 0; i < n_; ++i) {
+      if (graph_.parameter_slot[i] >= 0) plan.buffer_of[i] = graph_.parameter_slot[i];
+    }
+    for (Draft& d : drafts_) {
+      if (!d.alive) continue;
+      KernelSpec& spec = d.spec;
+      const int b = d.owner;
+      if (spec.kind == KernelKind::PackA || spec.kind == KernelKind::PackB) {
+        spec.temps.push_back(static_cast<int>(plan.temps.size()));
+        plan.temps.push_back({spec.kind == KernelKind::PackA ? TempBuffer::Kind::PackedA : TempBuffer::Kind::PackedB, b});
+      } else if (b >= 0 && (spec.kind == KernelKind::Rows || spec.kind == KernelKind::Matmul)) {
+        if (result_of_[b] >= 0) {
+          plan.buffer_of[b] = num_parameters + result_of_[b];
+        } else {
+          spec.temps.push_back(static_cast<int>(plan.temps.size()));
+          plan.buffer_of[b] = temp_buffer_index(num_parameters, num_results, static_cast<int>(plan.temps.size()));
+          plan.temps.push_back({TempBuffer::Kind::Value, b});
+        }
+      }
+      spec.symbol = fmt::format("{}_k{}", prefix, plan.kernels.size());
+      describe_reads(spec);
+      plan.kernels.push_back(std::move(spec));
+    }
+    return plan;
+  }
+
+  void describe_reads(KernelSpec& spec) const {
+    const std::vector<bool> in = region(spec);
+    const std::vector<bool> at_element = direct(spec);
+    spec.collapsed = spec.kind == KernelKind::Elementwise;
+    for (int i = 0; i < n_; ++i) {
+      if (!in[i]) continue;
+      const ir::OpKind op = graph_.nodes[i]->op();
+      const LoweringKind kind = kind_of(graph_, i);
+      if (op == OpKind::Rand || op == OpKind::Randn || (kind != LoweringKind::Leaf && kind != LoweringKind::Elementwise)) {
+        spec.collapsed = false;
+      }
+      const int slot = graph_.parameter_slot[i];
+      if (slot < 0 || std::find(spec.reads.begin(), spec.reads.end(), slot) != spec.reads.end()) continue;
+      spec.reads.push_back(slot);
+      bool only_at_element = spec.kind != KernelKind::PackA && spec.kind != KernelKind::PackB;
+      for (int u : users_[i]) {
+        if (!in[u] || !computes(spec, u)) continue;
+        const bool stage = std::find(spec.stages.begin(), spec.stages.end(), u) != spec.stages.end();
+        only_at_element = only_at_element && (stage || (at_element[u] && kind_of(graph_, u) == LoweringKind::Elementwise));
+      }
+      if (only_at_element) spec.direct_reads.push_back(slot);
+    }
+  }
+
+  const ir::Graph& graph_;
+  int n_;
+  std::vector<std::vector<int>> users_;
+  std::vector<int> result_of_;
+  std::vector<Draft> drafts_;
+};
+
+}  // namespace
+
+KernelPlan plan_kernels(const ir::Graph& graph, const std::string& symbol_prefix) {
+  return Planner(graph).plan(symbol_prefix);
 }
 
 std::string symbol_prefix(const ir::Graph& graph) { return "lj_" + graph.key.to_hex(); }
 
-std::vector<bool> nodes_needed_by(const ir::Graph& graph, const KernelSpec& kernel) {
-  std::vector<bool> needed(graph.nodes.size(), false);
-  for (int r : kernel.results) needed[graph.roots[r]] = true;
-  for (size_t i = graph.nodes.size(); i-- > 0;) {  // users come after their operands
-    if (!needed[i]) continue;
-    for (int operand : graph.operands[i]) needed[operand] = true;
+std::vector<bool> region_of(const ir::Graph& graph, const KernelSpec& kernel) {
+  std::vector<bool> in(graph.nodes.size(), false);
+  std::vector<int> stack;
+  if (kernel.kind == KernelKind::PackA || kernel.kind == KernelKind::PackB) {
+    stack.push_back(graph.operands[kernel.domain][kernel.kind == KernelKind::PackA ? 0 : 1]);
+  } else {
+    for (int r : kernel.results) stack.push_back(graph.roots[r]);
+    for (int s : kernel.stages) stack.push_back(s);
+    if (stack.empty()) stack.push_back(kernel.domain);
   }
-  return needed;
+  while (!stack.empty()) {
+    const int i = stack.back();
+    stack.pop_back();
+    if (in[i]) continue;
+    in[i] = true;
+    const bool stage = std::find(kernel.stages.begin(), kernel.stages.end(), i) != kernel.stages.end();
+    if (is_boundary(graph, i) && !stage) continue;
+    for (int operand : graph.operands[i]) stack.push_back(operand);
+  }
+  return in;
+}
+
+std::vector<int> shape_offsets(const ir::Graph& graph) {
+  std::vector<int> offsets;
+  offsets.reserve(graph.nodes.size());
+  int offset = 0;
+  for (const ir::Node* node : graph.nodes) {
+    offsets.push_back(offset);
+    offset += node->rank();
+  }
+  return offsets;
+}
+
+std::vector<int64_t> shape_table(const ir::Graph& graph) {
+  std::vector<int64_t> table;
+  table.reserve(graph.nodes.size() * 2);
+  for (const ir::Node* node : graph.nodes) table.insert(table.end(), node->shape().begin(), node->shape().end());
+  return table;
+}
+
+namespace {
+
+struct MatmulDims {
+  int64_t a_batch, b_batch, out_batch, m, n, k;
+};
+
+MatmulDims matmul_dims(const ir::Graph& graph, int node) {
+  const ir::Node& product = *graph.nodes[node];
+  const ir::Shape& a = product.operand(0).shape();
+  const ir::Shape& b = product.operand(1).shape();
+  const ir::Shape& out = product.shape();
+  return {ir::numel(std::span(a).first(a.size() - 2)), ir::numel(std::span(b).first(b.size() - 2)),
+          ir::numel(std::span(out).first(out.size() - 2)), a[a.size() - 2], b[b.size() - 1], a[a.size() - 1]};
+}
+
+}  // namespace
+
+Launch launch_of(const ir::Graph& graph, const KernelSpec& kernel) {
+  const ir::Node& domain = *graph.nodes[kernel.domain];
+  switch (kernel.kind) {
+    case KernelKind::Elementwise: return {ir::numel(domain.shape()), 1};
+    case KernelKind::Rows: {
+      int64_t rows = 1, row = 1;
+      for (int d = 0; d < domain.rank(); ++d) {
+        const bool folded = std::find(kernel.reduced.begin(), kernel.reduced.end(), d) != kernel.reduced.end();
+        (folded ? row : rows) *= domain.shape()[d];
+      }
+      return {rows, row * static_cast<int64_t>(kernel.stages.size() + 1)};
+    }
+    default: break;
+  }
+  const MatmulDims dims = matmul_dims(graph, kernel.domain);
+  const MatmulTiling tile = matmul_tiling(dtype_size(domain.dtype()));
+  switch (kernel.kind) {
+    case KernelKind::PackA: return {dims.a_batch * ceil_div(dims.m, tile.mr), tile.mr * dims.k};
+    case KernelKind::PackB: return {dims.b_batch * ceil_div(dims.n, tile.nr), tile.nr * dims.k};
+    default:
+      return {dims.out_batch * ceil_div(dims.m, tile.mb) * ceil_div(dims.n, tile.nr), tile.mb * tile.nr * std::max<int64_t>(dims.k, 1)};
+  }
+}
+
+int64_t temp_bytes(const ir::Graph& graph, const TempBuffer& temp) {
+  const ir::Node& node = *graph.nodes[temp.node];
+  const int64_t size = dtype_size(node.dtype());
+  if (temp.kind == TempBuffer::Kind::Value) return ir::numel(node.shape()) * size;
+  const MatmulDims dims = matmul_dims(graph, temp.node);
+  const MatmulTiling tile = matmul_tiling(size);
+  if (temp.kind == TempBuffer::Kind::PackedA) return dims.a_batch * ceil_div(dims.m, tile.mr) * tile.mr * dims.k * size;
+  return dims.b_batch * ceil_div(dims.n, tile.nr) * tile.nr * dims.k * size;
 }
 
 }  // namespace lazyjit::lowering

@@ -1,6 +1,7 @@
-// Fusion planning: which results are computed by which kernel.
+// Fusion planning: which kernels a graph runs, what each computes, and the buffers between.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "ir/graph.h"
@@ -8,16 +9,40 @@
 
 namespace lazyjit::lowering {
 
-/// One kernel per distinct result shape: all elementwise and broadcast work that produces
-/// results of one shape fuses into one loop nest; nothing in between touches memory (an
-/// intermediate used by two kernels is recomputed in each, cheaper than a round trip).
-/// Depends only on what the graph key contains (ops, ranks, unit dims, shape classes).
-std::vector<KernelSpec> plan_kernels(const ir::Graph& graph, const std::string& symbol_prefix);
+/// The kernels of `graph`. Reductions and matmul products are the only values that pass
+/// through memory between kernels; every other intermediate is recomputed inside each kernel
+/// that reads it (cheaper than a round trip).
+///  - Results of one shape share one kernel (Elementwise).
+///  - A reduction over the innermost dims of that shape whose every reader is in that kernel
+///    becomes one of its row stages (Rows): softmax and layer_norm read their input from
+///    memory once. Other reductions get a Rows kernel of their own.
+///  - A matmul product whose every reader is in a result kernel of its shape becomes that
+///    kernel's micro-kernel (Matmul), and the elementwise consumers its epilogue. Each matmul
+///    packs its operands first (PackA, PackB), evaluating their expressions as it packs.
+/// Depends only on what the graph key contains, so one key has one plan.
+KernelPlan plan_kernels(const ir::Graph& graph, const std::string& symbol_prefix);
 
 /// The kernel symbols' prefix for `graph`: "lj_" and the graph key.
 std::string symbol_prefix(const ir::Graph& graph);
 
-/// Per node of `graph`: whether `kernel` computes it (its results and their operands).
-std::vector<bool> nodes_needed_by(const ir::Graph& graph, const KernelSpec& kernel);
+/// Per node of `graph`: whether `kernel` evaluates it (the nodes it computes, and the leaves
+/// and buffers it reads them from).
+std::vector<bool> region_of(const ir::Graph& graph, const KernelSpec& kernel);
+
+/// The runtime shape table of `graph` (every node's dims in post-order), and where each
+/// node's dims start in it.
+std::vector<int64_t> shape_table(const ir::Graph& graph);
+std::vector<int> shape_offsets(const ir::Graph& graph);
+
+/// How the runtime launches `kernel`: its iteration count and the work of one iteration (in
+/// elements), for the decision to run inline or split among threads.
+struct Launch {
+  int64_t count;
+  int64_t work;
+};
+Launch launch_of(const ir::Graph& graph, const KernelSpec& kernel);
+
+/// The bytes of temporary buffer `temp`.
+int64_t temp_bytes(const ir::Graph& graph, const TempBuffer& temp);
 
 }  // namespace lazyjit::lowering

@@ -9,19 +9,58 @@
 namespace lazyjit::lowering {
 
 /// Every kernel of a graph has this signature and runs the iterations [begin, end) of its
-/// outermost parallel loop (the row-major linear index of its iteration shape):
+/// outermost parallel loop (elements, rows, panels or tiles: see KernelKind):
 ///   buffers: graph.parameters.size() parameter buffers, then one buffer per result, then a
-///            pointer to the scalar table (8 bytes per Scalar leaf: int64 or double)
-///   shapes:  the dims of this kernel's iteration shape (from the runtime shape table)
-/// Generated code has no threads of its own; the runtime splits [0, numel) among threads.
+///            pointer to the scalar table (8 bytes per Scalar leaf: int64 or double; the
+///            seed of each Rand/Randn leaf), then the plan's temporary buffers
+///   shapes:  the shape table: every node's dims, in post-order (shape_table in fusion.h)
+/// Generated code has no threads of its own; the runtime splits [0, count) among threads.
 using KernelFn = void (*)(void* const* buffers, const int64_t* shapes, int64_t begin, int64_t end);
 
-/// What the runtime needs to launch one kernel of a lowered graph.
-struct KernelSpec {
-  std::string symbol;        ///< the function's name in the compiled module
-  int iteration_result = 0;  ///< the result whose shape is the iteration space
-  std::vector<int> results;  ///< the results this kernel writes
+enum class KernelKind : uint8_t {
+  Elementwise,  ///< one iteration per element of the domain
+  Rows,         ///< one iteration per row: the domain's elements that agree outside `reduced`;
+                ///< the stages fold the row, then the row's results are stored
+  PackA,        ///< one iteration per 6-row panel of the left matmul operand
+  PackB,        ///< one iteration per column panel of the right matmul operand
+  Matmul,       ///< one iteration per output tile: micro-kernel, then the fused epilogue
 };
+
+/// What the runtime needs to launch one kernel of a lowered graph, and what its emitter
+/// needs to write it. Node numbers index graph.nodes.
+struct KernelSpec {
+  std::string symbol;               ///< the function's name in the compiled module
+  KernelKind kind = KernelKind::Elementwise;
+  int domain = -1;                  ///< the node whose shape is iterated (matmul: the product)
+  std::vector<int> reduced;         ///< Rows: dims of the domain folded within a row, ascending
+  std::vector<int> stages;          ///< Rows: reduction nodes computed per row, in post-order
+  std::vector<int> results;         ///< the results this kernel writes
+  std::vector<int> temps;           ///< the temporary buffers this kernel writes
+  bool collapsed = false;           ///< leaves and elementwise ops only: the collapsed loop nest
+  std::vector<int> reads;           ///< parameter slots the kernel reads
+  std::vector<int> direct_reads;    ///< of those, the ones read only at the element being written
+};
+
+/// A buffer the runtime allocates for one run of the graph, for values kernels pass on.
+struct TempBuffer {
+  enum class Kind : uint8_t { Value, PackedA, PackedB };
+  Kind kind;
+  int node;  ///< Value: the node stored; packed: the matmul whose operand it holds
+};
+
+/// The kernels of a graph in the order they run, and the temporaries between them.
+struct KernelPlan {
+  std::vector<KernelSpec> kernels;
+  std::vector<TempBuffer> temps;
+  std::vector<int> buffer_of;  ///< per node: the buffer later kernels read its value from, or -1
+};
+
+/// Register tiling of the matmul kernels for `dtype_size`-byte elements: MR rows by NR
+/// columns of accumulators (two 64-byte vectors per row), MB rows per parallel tile.
+struct MatmulTiling {
+  int64_t mr, nr, mb;
+};
+inline MatmulTiling matmul_tiling(int64_t dtype_size) { return {6, 2 * 64 / dtype_size, 96}; }
 
 /// A result written into a parameter's buffer (donation at the step barrier): the result
 /// and the parameter have one shape and dtype, and the kernel reads each element of the
@@ -32,9 +71,12 @@ struct Alias {
   friend bool operator==(const Alias&, const Alias&) = default;
 };
 
-/// Index of the scalar table in a graph's buffer array.
+/// Index of the scalar table in a graph's buffer array; temporaries follow it.
 inline int scalar_table_index(int num_parameters, int num_results) {
   return num_parameters + num_results;
+}
+inline int temp_buffer_index(int num_parameters, int num_results, int temp) {
+  return num_parameters + num_results + 1 + temp;
 }
 
 }  // namespace lazyjit::lowering

@@ -54,11 +54,12 @@ IndexPlan plan_indexing(const ir::Graph& graph, const std::vector<bool>& needed,
 
 class KernelEmitter {
  public:
-  KernelEmitter(llvm::Module& module, const ir::Graph& graph, const KernelSpec& spec, std::span<const Alias> aliases)
+  KernelEmitter(llvm::Module& module, const ir::Graph& graph, const KernelPlan& kernels, const KernelSpec& spec,
+                std::span<const Alias> aliases)
       : aliases_(aliases), module_(module), ctx_(module.getContext()), graph_(graph), spec_(spec), b_(ctx_),
-        needed_(nodes_needed_by(graph, spec)),
-        plan_(plan_indexing(graph, needed_, *graph.nodes[graph.roots[spec.iteration_result]])),
-        values_(graph.nodes.size(), nullptr) {}
+        num_temps_(static_cast<int>(kernels.temps.size())), needed_(region_of(graph, spec)),
+        plan_(plan_indexing(graph, needed_, *graph.nodes[spec.domain])),
+        domain_offset_(shape_offsets(graph)[spec.domain]), values_(graph.nodes.size(), nullptr) {}
 
   void emit() {
     llvm::Function* body = emit_body();
@@ -67,7 +68,7 @@ class KernelEmitter {
 
  private:
   int num_buffers() const {
-    return static_cast<int>(graph_.parameters.size() + graph_.roots.size()) + 1;
+    return temp_buffer_index(static_cast<int>(graph_.parameters.size()), static_cast<int>(graph_.roots.size()), num_temps_);
   }
 
   /// The ABI function: loads the buffer pointers and calls the body, whose pointer arguments
@@ -129,7 +130,8 @@ class KernelEmitter {
     for (const auto& group : plan_.groups) {
       Value* size = nullptr;
       for (int d : group) {
-        Value* dim = b_.CreateLoad(b_.getInt64Ty(), b_.CreateConstInBoundsGEP1_64(b_.getInt64Ty(), shapes(), d));
+        Value* dim = b_.CreateLoad(b_.getInt64Ty(),
+                                   b_.CreateConstInBoundsGEP1_64(b_.getInt64Ty(), shapes(), domain_offset_ + d));
         size = size ? b_.CreateMul(size, dim) : dim;
       }
       sizes_.push_back(size);
@@ -264,8 +266,10 @@ class KernelEmitter {
   const ir::Graph& graph_;
   const KernelSpec& spec_;
   IRBuilder<> b_;
+  int num_temps_;
   std::vector<bool> needed_;
   IndexPlan plan_;
+  int domain_offset_;
   llvm::Function* fn_ = nullptr;
   std::vector<Value*> sizes_;
   Value* inner_ = nullptr;
@@ -276,9 +280,9 @@ class KernelEmitter {
 
 }  // namespace
 
-void emit_kernel(llvm::Module& module, const ir::Graph& graph, const KernelSpec& spec,
+void emit_kernel(llvm::Module& module, const ir::Graph& graph, const KernelPlan& plan, const KernelSpec& spec,
                  std::span<const Alias> aliases) {
-  KernelEmitter(module, graph, spec, aliases).emit();
+  KernelEmitter(module, graph, plan, spec, aliases).emit();
 }
 
 }  // namespace lazyjit::lowering

@@ -15,7 +15,8 @@ namespace lazyjit::lowering {
 /// at run time, so the code serves every size with the graph's key. The innermost loop is
 /// unit-stride or loop-invariant for every input, which is what the vectoriser needs.
 /// A result in `aliases` is stored through its donated parameter's buffer argument.
-void emit_kernel(llvm::Module& module, const ir::Graph& graph, const KernelSpec& spec,
+/// Only for kernels the plan marks `collapsed` (leaves and elementwise ops alone).
+void emit_kernel(llvm::Module& module, const ir::Graph& graph, const KernelPlan& plan, const KernelSpec& spec,
                  std::span<const Alias> aliases = {});
 
 }  // namespace lazyjit::lowering

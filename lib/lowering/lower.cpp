@@ -3,6 +3,7 @@
 
 #include "llvm/Support/raw_ostream.h"
 #include "lowering/fusion.h"
+#include "lowering/kernels.h"
 #include "lowering/loop_nest.h"
 
 namespace lazyjit::lowering {
@@ -12,8 +13,14 @@ LoweredGraph lower_graph(const ir::Graph& graph, std::span<const Alias> aliases)
   lowered.context = std::make_unique<llvm::LLVMContext>();
   const std::string name = symbol_prefix(graph);
   lowered.module = std::make_unique<llvm::Module>(name, *lowered.context);
-  lowered.kernels = plan_kernels(graph, name);
-  for (const KernelSpec& spec : lowered.kernels) emit_kernel(*lowered.module, graph, spec, aliases);
+  lowered.plan = plan_kernels(graph, name);
+  for (const KernelSpec& spec : lowered.plan.kernels) {
+    if (spec.collapsed) {
+      emit_kernel(*lowered.module, graph, lowered.plan, spec, aliases);
+    } else {
+      emit_planned_kernel(*lowered.module, graph, lowered.plan, spec, aliases);
+    }
+  }
   return lowered;
 }
 

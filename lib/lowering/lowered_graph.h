@@ -14,7 +14,7 @@ namespace lazyjit::lowering {
 struct LoweredGraph {
   std::unique_ptr<llvm::LLVMContext> context;
   std::unique_ptr<llvm::Module> module;
-  std::vector<KernelSpec> kernels;
+  KernelPlan plan;
 };
 
 }  // namespace lazyjit::lowering

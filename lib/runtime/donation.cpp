@@ -1,6 +1,8 @@
 // Donation planning.
 #include "runtime/donation.h"
 
+#include <algorithm>
+
 #include "lowering/fusion.h"
 
 namespace lazyjit::runtime {
@@ -50,10 +52,7 @@ std::vector<lowering::Alias> plan_donations(const ir::Graph& graph, const std::v
   std::vector<int> kernel_of_result(graph.roots.size(), -1);
   for (size_t k = 0; k < kernels.size(); ++k) {
     for (int r : kernels[k].results) kernel_of_result[r] = static_cast<int>(k);
-    const std::vector<bool> needed = lowering::nodes_needed_by(graph, kernels[k]);
-    for (size_t i = 0; i < graph.nodes.size(); ++i) {
-      if (needed[i] && graph.parameter_slot[i] >= 0) readers[graph.parameter_slot[i]][k] = true;
-    }
+    for (int slot : kernels[k].reads) readers[slot][k] = true;
   }
   // Candidates: each dead buffer to the first result of its shape and dtype.
   const std::vector<bool> owned = owned_by_graph_alone(graph);
@@ -61,10 +60,23 @@ std::vector<lowering::Alias> plan_donations(const ir::Graph& graph, const std::v
   for (size_t r = 0; r < graph.roots.size(); ++r) {
     const ir::Node& result = *graph.nodes[graph.roots[r]];
     if (result.op() == ir::OpKind::Parameter) continue;  // a copy of an input: keep both
+    const lowering::KernelSpec& writer = kernels[kernel_of_result[r]];
+    if (writer.kind == lowering::KernelKind::PackA || writer.kind == lowering::KernelKind::PackB ||
+        (writer.kind != lowering::KernelKind::Elementwise && writer.stages.empty() &&
+         writer.kind != lowering::KernelKind::Matmul)) {
+      continue;
+    }
     for (size_t slot = 0; slot < graph.parameters.size(); ++slot) {
       const ir::Node& parameter = *graph.parameters[slot];
       if (donated[slot] || !owned[slot] || parameter.dtype() != result.dtype() ||
           parameter.shape() != result.shape()) {
+        continue;
+      }
+      // A kernel that reads the buffer anywhere but at the element it writes (a view, a
+      // reduction's row) could read an element it already overwrote.
+      if (readers[slot][kernel_of_result[r]] &&
+          std::find(writer.direct_reads.begin(), writer.direct_reads.end(), static_cast<int>(slot)) ==
+              writer.direct_reads.end()) {
         continue;
       }
       donated[slot] = true;

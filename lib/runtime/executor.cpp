@@ -20,16 +20,18 @@ Executor::Executor(int num_threads)
 
 Executor::~Executor() = default;
 
-void Executor::run(lowering::KernelFn kernel, void* const* buffers, const int64_t* shapes, int64_t n) const {
+void Executor::run(lowering::KernelFn kernel, void* const* buffers, const int64_t* shapes, int64_t n,
+                   int64_t work) const {
   if (n <= 0) return;
-  if (n <= kInlineLimit || num_threads_ == 1) {
+  work = std::max<int64_t>(work, 1);
+  if (n * work <= kInlineLimit || n == 1 || num_threads_ == 1) {
     kernel(buffers, shapes, 0, n);
     return;
   }
   // One contiguous chunk per thread (static partitioning): streaming kernels want long
-  // unit-stride runs, and the work per element is uniform. Chunks are at least half the
-  // inline limit, so a medium tensor does not wake every thread.
-  const int64_t grain = std::max<int64_t>(kInlineLimit / 2, (n + num_threads_ - 1) / num_threads_);
+  // unit-stride runs, and the work per iteration is uniform. Chunks hold at least half the
+  // inline limit's work, so a medium tensor does not wake every thread.
+  const int64_t grain = std::max<int64_t>((kInlineLimit / 2 + work - 1) / work, (n + num_threads_ - 1) / num_threads_);
   arena_->arena.execute([&] {
     tbb::parallel_for(
         tbb::blocked_range<int64_t>(0, n, grain),

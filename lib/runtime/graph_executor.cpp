@@ -70,7 +70,7 @@ void GraphExecutor::materialize(std::vector<std::shared_ptr<detail::TensorImpl>>
   const ir::Graph graph = ir::build_graph(roots);
   roots.clear();  // the graph holds them now
   std::vector<lowering::Alias> aliases;
-  if (barrier) aliases = plan_donations(graph, lowering::plan_kernels(graph, lowering::symbol_prefix(graph)));
+  if (barrier) aliases = plan_donations(graph, lowering::plan_kernels(graph, lowering::symbol_prefix(graph)).kernels);
   std::shared_ptr<const codegen::CompiledGraph> code = compiled(graph, aliases);
   execute(graph, *code, aliases, targets);
 }
@@ -92,14 +92,16 @@ std::shared_ptr<const codegen::CompiledGraph> GraphExecutor::compiled(const ir::
 void GraphExecutor::execute(const ir::Graph& graph, const codegen::CompiledGraph& code,
                             std::span<const lowering::Alias> aliases,
                             const std::vector<std::shared_ptr<detail::TensorImpl>>& targets) {
-  const size_t num_parameters = graph.parameters.size();
-  const size_t num_results = graph.roots.size();
-  std::vector<void*> buffers(num_parameters + num_results + 1);
-  for (size_t p = 0; p < num_parameters; ++p) buffers[p] = graph.parameters[p]->data()->data();
+  const lowering::KernelPlan& plan = code.plan();
+  const int num_parameters = static_cast<int>(graph.parameters.size());
+  const int num_results = static_cast<int>(graph.roots.size());
+  const int num_temps = static_cast<int>(plan.temps.size());
+  std::vector<void*> buffers(lowering::temp_buffer_index(num_parameters, num_results, num_temps));
+  for (int p = 0; p < num_parameters; ++p) buffers[p] = graph.parameters[p]->data()->data();
 
   std::vector<BackendDataPtr> outputs(num_results);
   for (const lowering::Alias& a : aliases) outputs[a.result] = graph.parameters[a.parameter]->data();
-  for (size_t r = 0; r < num_results; ++r) {
+  for (int r = 0; r < num_results; ++r) {
     const ir::Node& root = *graph.nodes[graph.roots[r]];
     if (outputs[r] == nullptr) {
       outputs[r] = std::make_shared<CpuBuffer>(allocator_, root.dtype(),
@@ -111,6 +113,15 @@ void GraphExecutor::execute(const ir::Graph& graph, const codegen::CompiledGraph
   scalars.reserve(graph.scalars.size());
   for (int n : graph.scalars) scalars.push_back(graph.nodes[n]->scalar());
   buffers[lowering::scalar_table_index(num_parameters, num_results)] = scalars.data();
+  // Temporaries live for this run only; the caching allocator hands the same blocks back
+  // next step, so a steady training loop allocates nothing new.
+  std::vector<std::unique_ptr<CpuBuffer>> temps;
+  for (int t = 0; t < num_temps; ++t) {
+    const int64_t bytes = lowering::temp_bytes(graph, plan.temps[t]);
+    temps.push_back(std::make_unique<CpuBuffer>(allocator_, DType::Bool, std::vector<int64_t>{bytes}));
+    buffers[lowering::temp_buffer_index(num_parameters, num_results, t)] = temps.back()->data();
+  }
+  const std::vector<int64_t> shapes = lowering::shape_table(graph);
 
   // Everything that can fail is done before the first kernel writes a donated buffer.
   std::vector<ir::NodePtr> leaves;
@@ -120,15 +131,15 @@ void GraphExecutor::execute(const ir::Graph& graph, const codegen::CompiledGraph
 
   const Clock::time_point start = Clock::now();
   for (size_t k : order) {
-    const ir::Shape& shape = graph.nodes[graph.roots[code.kernels()[k].iteration_result]]->shape();
-    executor_.run(code.function(k), buffers.data(), shape.data(), ir::numel(shape));
+    const lowering::Launch launch = lowering::launch_of(graph, code.kernels()[k]);
+    executor_.run(code.function(k), buffers.data(), shapes.data(), launch.count, launch.work);
   }
   counters_.execute_ns.fetch_add(nanoseconds_since(start), std::memory_order_relaxed);
   counters_.kernels_launched.fetch_add(static_cast<int64_t>(code.kernels().size()), std::memory_order_relaxed);
   counters_.graphs_executed.fetch_add(1, std::memory_order_relaxed);
   counters_.donations.fetch_add(static_cast<int64_t>(aliases.size()), std::memory_order_relaxed);
   // A tensor updated in place meanwhile (by another thread) keeps its newer IR.
-  for (size_t r = 0; r < num_results; ++r) {
+  for (int r = 0; r < num_results; ++r) {
     targets[r]->set_data(std::move(outputs[r]), std::move(leaves[r]), graph.nodes[graph.roots[r]]);
   }
 }

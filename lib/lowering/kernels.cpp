@@ -1,0 +1,385 @@
+// Elementwise-over-views, Rows, PackA, PackB and Matmul kernels.
+#include "lowering/kernels.h"
+
+#include <algorithm>
+
+#include "lowering/elementwise.h"
+#include "lowering/expr.h"
+#include "llvm/IR/Intrinsics.h"
+
+namespace lazyjit::lowering {
+namespace {
+
+using ir::OpKind;
+using llvm::Value;
+using Index = ExprEmitter::Index;
+
+class Emitter {
+ public:
+  Emitter(llvm::Module& module, const ir::Graph& graph, const KernelPlan& plan, const KernelSpec& spec,
+          std::span<const Alias> aliases)
+      : graph_(graph), plan_(plan), spec_(spec), aliases_(aliases),
+        num_parameters_(static_cast<int>(graph.parameters.size())),
+        fn_(module, spec.symbol,
+            temp_buffer_index(num_parameters_, static_cast<int>(graph.roots.size()), static_cast<int>(plan.temps.size()))),
+        b_(fn_.builder()), e_(fn_, graph, plan, spec) {}
+
+  void emit() {
+    switch (spec_.kind) {
+      case KernelKind::Elementwise: elementwise(); break;
+      case KernelKind::Rows: rows(); break;
+      case KernelKind::PackA: pack(/*left=*/true); break;
+      case KernelKind::PackB: pack(/*left=*/false); break;
+      case KernelKind::Matmul: matmul(); break;
+    }
+    fn_.finish();
+  }
+
+ private:
+  const ir::Node& node(int n) const { return *graph_.nodes[n]; }
+  Value* i64(int64_t v) { return b_.getInt64(v); }
+  Value* min(Value* a, Value* b) { return b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, a, b); }
+  Value* ceil_div(Value* a, int64_t b) { return b_.CreateUDiv(b_.CreateAdd(a, i64(b - 1)), i64(b)); }
+
+  /// The buffer result `r` is written to: its own, or the parameter it was donated.
+  int output_buffer(int r) const {
+    for (const Alias& a : aliases_) {
+      if (a.result == r) return a.parameter;
+    }
+    return num_parameters_ + r;
+  }
+
+  /// Multi-index of `linear` over dims [first, end) of `n` (the rest of `dims` unchanged).
+  void unravel_into(int n, Value* linear, int first, int end, std::vector<Value*>& dims) {
+    for (int d = end; d-- > first;) {
+      if (node(n).shape()[d] == 1) {
+        dims[d] = i64(0);
+        continue;
+      }
+      dims[d] = d == first ? linear : b_.CreateURem(linear, e_.dim(n, d));
+      if (d > first) linear = b_.CreateUDiv(linear, e_.dim(n, d));
+    }
+  }
+
+  /// Elements [begin, end) of the domain, as rows of its innermost dim: the outer index is
+  /// derived once per row, the inner loop is unit-stride for contiguous reads.
+  void elementwise() {
+    const int d = spec_.domain;
+    const int rank = node(d).rank();
+    Value* inner = rank == 0 ? i64(1) : e_.dim(d, rank - 1);
+    Value* first_row = b_.CreateUDiv(fn_.begin(), inner);
+    Value* last_row = ceil_div_by(fn_.end(), inner);
+    emit_for(b_, first_row, last_row, "row", [&](Value* row) {
+      Value* base = b_.CreateMul(row, inner);
+      Value* j0 = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, b_.CreateSub(fn_.begin(), base), i64(0));
+      Value* j1 = min(b_.CreateSub(fn_.end(), base), inner);
+      std::vector<Value*> dims(rank, i64(0));
+      if (rank > 1) unravel_into(d, row, 0, rank - 1, dims);
+      emit_for(b_, j0, j1, "j", [&](Value* j) {
+        e_.forget();
+        if (rank > 0) dims[rank - 1] = j;
+        Index index{dims, b_.CreateAdd(base, j)};
+        for (int r : spec_.results) e_.store(graph_.roots[r], output_buffer(r), index.linear, e_.at(graph_.roots[r], index));
+      });
+    });
+    e_.forget();
+  }
+
+  Value* ceil_div_by(Value* a, Value* b) { return b_.CreateUDiv(b_.CreateAdd(a, b_.CreateSub(b, i64(1))), b); }
+
+  /// Nested loops over the folded dims of the domain (innermost last), filling `dims`.
+  void over_row(std::vector<Value*>& dims, size_t k, const std::function<void()>& body) {
+    if (k == spec_.reduced.size()) {
+      e_.forget();
+      body();
+      e_.forget();
+      return;
+    }
+    const int d = spec_.reduced[k];
+    emit_for(b_, i64(0), e_.dim(spec_.domain, d), "r" + std::to_string(d), [&](Value* i) {
+      dims[d] = i;
+      over_row(dims, k + 1, body);
+    });
+  }
+
+  void rows() {
+    const int d = spec_.domain;
+    const int rank = node(d).rank();
+    std::vector<int> kept;
+    for (int k = 0; k < rank; ++k) {
+      if (!std::binary_search(spec_.reduced.begin(), spec_.reduced.end(), k)) kept.push_back(k);
+    }
+    emit_for(b_, fn_.begin(), fn_.end(), "row", [&](Value* row) {
+      std::vector<Value*> dims(rank, i64(0));
+      Value* rest = row;
+      for (size_t k = kept.size(); k-- > 0;) {
+        const int dim = kept[k];
+        if (node(d).shape()[dim] == 1) continue;
+        dims[dim] = k == 0 ? rest : b_.CreateURem(rest, e_.dim(d, dim));
+        if (k > 0) rest = b_.CreateUDiv(rest, e_.dim(d, dim));
+      }
+      for (int s : spec_.stages) e_.bind(s, fold(s, dims));
+      for (int r : spec_.results) {
+        const int root = graph_.roots[r];
+        if (std::find(spec_.stages.begin(), spec_.stages.end(), root) != spec_.stages.end()) {
+          e_.store(root, output_buffer(r), row, e_.at(root, {}));
+        } else {
+          over_row(dims, 0, [&] { e_.store(root, output_buffer(r), e_.ravel(d, dims), e_.at(root, Index{dims, nullptr})); });
+        }
+      }
+      for (int t : spec_.temps) e_.store(plan_.temps[t].node, plan_.buffer_of[plan_.temps[t].node], row, e_.at(plan_.temps[t].node, {}));
+      for (int s : spec_.stages) e_.unbind(s);
+    });
+  }
+
+  /// One row of reduction `s`, folded in index order (per element of the result, so the
+  /// order does not depend on the thread count). Float sums may reassociate: the vectoriser
+  /// keeps lanes of partial sums, the same ones on every run.
+  Value* fold(int s, std::vector<Value*>& dims) {
+    const ir::Node& reduce = node(s);
+    const int operand = graph_.operands[s][0];
+    const DType in = node(operand).dtype();
+    const DType acc_dtype = reduce.op() == OpKind::Argmax ? in : reduce.dtype();
+    llvm::Type* type = value_type(b_.getContext(), acc_dtype);
+    llvm::IRBuilder<>& h = fn_.hoist();
+    llvm::AllocaInst* acc = h.CreateAlloca(type);
+    llvm::AllocaInst* where = reduce.op() == OpKind::Argmax ? h.CreateAlloca(b_.getInt64Ty()) : nullptr;
+    b_.CreateStore(identity(reduce.op(), acc_dtype, type), acc);
+    if (where) b_.CreateStore(i64(0), where);
+    over_row(dims, 0, [&] {
+      Value* v = emit_convert(b_, e_.at(operand, Index{dims, nullptr}), in, acc_dtype);
+      Value* current = b_.CreateLoad(type, acc);
+      Value* next = nullptr;
+      switch (reduce.op()) {
+        case OpKind::Sum:
+          if (is_floating(acc_dtype)) {
+            next = b_.CreateFAdd(current, v);
+            llvm::FastMathFlags flags;
+            flags.setAllowReassoc();
+            llvm::cast<llvm::Instruction>(next)->setFastMathFlags(flags);
+          } else {
+            next = acc_dtype == DType::Bool ? b_.CreateOr(current, v) : b_.CreateAdd(current, v);
+          }
+          break;
+        case OpKind::Amax: case OpKind::Amin: {
+          Value* args[] = {current, v};
+          next = emit_same(b_, reduce.op() == OpKind::Amax ? OpKind::Maximum : OpKind::Minimum, acc_dtype, args);
+          break;
+        }
+        default: {  // argmax: the first maximum; NaN counts as the maximum
+          Value* better = is_floating(acc_dtype) ? b_.CreateFCmpOGT(v, current) : b_.CreateICmpSGT(v, current);
+          if (is_floating(acc_dtype)) {
+            better = b_.CreateOr(better, b_.CreateAnd(b_.CreateFCmpUNO(v, v), b_.CreateFCmpORD(current, current)));
+          }
+          next = b_.CreateSelect(better, v, current);
+          b_.CreateStore(b_.CreateSelect(better, dims[reduce.attrs()[0]], b_.CreateLoad(b_.getInt64Ty(), where)), where);
+        }
+      }
+      b_.CreateStore(next, acc);
+    });
+    return where ? b_.CreateLoad(b_.getInt64Ty(), where) : b_.CreateLoad(type, acc);
+  }
+
+  Value* identity(OpKind op, DType dtype, llvm::Type* type) {
+    if (op == OpKind::Sum) return llvm::Constant::getNullValue(type);
+    const bool low = op == OpKind::Amax || op == OpKind::Argmax;  // start below every value
+    if (is_floating(dtype)) return llvm::ConstantFP::getInfinity(type, /*Negative=*/low);
+    if (dtype == DType::Bool) return b_.getInt1(!low);
+    const unsigned bits = type->getIntegerBitWidth();
+    return b_.getInt(low ? llvm::APInt::getSignedMinValue(bits) : llvm::APInt::getSignedMaxValue(bits));
+  }
+
+  struct Gemm {
+    int product, a, b;
+    int rank, a_rank, b_rank;
+    MatmulTiling tile;
+    Value *m, *n, *k;
+  };
+
+  Gemm gemm() {
+    Gemm g;
+    g.product = spec_.domain;
+    g.a = graph_.operands[g.product][0];
+    g.b = graph_.operands[g.product][1];
+    g.rank = node(g.product).rank();
+    g.a_rank = node(g.a).rank();
+    g.b_rank = node(g.b).rank();
+    g.tile = matmul_tiling(dtype_size(node(g.product).dtype()));
+    g.m = e_.dim(g.a, g.a_rank - 2);
+    g.k = e_.dim(g.a, g.a_rank - 1);
+    g.n = e_.dim(g.b, g.b_rank - 1);
+    return g;
+  }
+
+  /// PackA: panel t holds MR rows of one batch of A as [K][MR] (rows past M are zero).
+  /// PackB: panel t holds NR columns of one batch of B as [K][NR] (columns past N are zero).
+  /// The operand's expression is evaluated as it is packed (a transpose or an activation
+  /// costs no pass of its own).
+  void pack(bool left) {
+    const Gemm g = gemm();
+    const int operand = left ? g.a : g.b;
+    const int rank = left ? g.a_rank : g.b_rank;
+    const int64_t width = left ? g.tile.mr : g.tile.nr;
+    Value* extent = left ? g.m : g.n;
+    Value* panels = ceil_div(extent, width);
+    const int temp = spec_.temps[0];
+    const int buffer = temp_buffer_index(num_parameters_, static_cast<int>(graph_.roots.size()), temp);
+    emit_for(b_, fn_.begin(), fn_.end(), "panel", [&](Value* t) {
+      std::vector<Value*> dims(rank, i64(0));
+      unravel_into(operand, b_.CreateUDiv(t, panels), 0, rank - 2, dims);
+      Value* first = b_.CreateMul(b_.CreateURem(t, panels), i64(width));
+      Value* base = b_.CreateMul(b_.CreateMul(t, g.k), i64(width));
+      Value* last = b_.CreateSub(extent, i64(1));
+      auto element = [&](Value* kk, Value* lane) {
+        Value* at = b_.CreateAdd(first, lane);
+        dims[rank - 2] = left ? min(at, last) : kk;
+        dims[rank - 1] = left ? kk : min(at, last);
+        Value* v = e_.at(operand, Index{dims, nullptr});
+        v = b_.CreateSelect(b_.CreateICmpSLT(at, extent), v, llvm::Constant::getNullValue(v->getType()));
+        e_.store(operand, buffer, b_.CreateAdd(base, b_.CreateAdd(b_.CreateMul(kk, i64(width)), lane)), v);
+      };
+      if (left) {  // read A along its rows
+        emit_for(b_, i64(0), i64(width), "lane", [&](Value* lane) {
+          emit_for(b_, i64(0), g.k, "k", [&](Value* kk) { e_.forget(); element(kk, lane); });
+        });
+      } else {  // read B along its rows too: a panel row is NR contiguous columns
+        emit_for(b_, i64(0), g.k, "k", [&](Value* kk) {
+          emit_for(b_, i64(0), i64(width), "lane", [&](Value* lane) { e_.forget(); element(kk, lane); });
+        });
+      }
+      e_.forget();
+    });
+  }
+
+  /// Tiles of MB rows by NR columns: each MR-row block accumulates over all of K in
+  /// registers (MR x 2 vectors), lands in a stack tile, and the epilogue evaluates the
+  /// kernel's results from it element by element (vectorised along the columns).
+  void matmul() {
+    const Gemm g = gemm();
+    const ir::Node& product = node(g.product);
+    llvm::LLVMContext& ctx = b_.getContext();
+    llvm::Type* scalar = value_type(ctx, product.dtype());
+    const int64_t lanes = g.tile.nr / 2;
+    auto* vector = llvm::FixedVectorType::get(scalar, static_cast<unsigned>(lanes));
+    const bool floating = is_floating(product.dtype());
+    const int num_results = static_cast<int>(graph_.roots.size());
+    const int packed_a = temp_buffer_index(num_parameters_, num_results, packed_temp(TempBuffer::Kind::PackedA));
+    const int packed_b = temp_buffer_index(num_parameters_, num_results, packed_temp(TempBuffer::Kind::PackedB));
+
+    llvm::IRBuilder<>& h = fn_.hoist();
+    llvm::AllocaInst* tile = h.CreateAlloca(llvm::ArrayType::get(scalar, g.tile.mr * g.tile.nr));
+    tile->setAlignment(llvm::Align(64));
+    std::vector<llvm::AllocaInst*> acc;
+    for (int64_t i = 0; i < 2 * g.tile.mr; ++i) acc.push_back(h.CreateAlloca(vector));
+
+    Value* col_panels = ceil_div(g.n, g.tile.nr);
+    Value* row_blocks = ceil_div(g.m, g.tile.mb);
+    Value* a_panels = ceil_div(g.m, g.tile.mr);
+    emit_for(b_, fn_.begin(), fn_.end(), "tile", [&](Value* t) {
+      Value* panel = b_.CreateURem(t, col_panels);
+      Value* rest = b_.CreateUDiv(t, col_panels);
+      Value* block = b_.CreateURem(rest, row_blocks);
+      Value* batch = b_.CreateUDiv(rest, row_blocks);
+      std::vector<Value*> out(g.rank, i64(0));
+      unravel_into(g.product, batch, 0, g.rank - 2, out);
+      Value* a_batch = batch_of(g.a, g.a_rank, out, g.rank);
+      Value* b_batch = batch_of(g.b, g.b_rank, out, g.rank);
+      Value* b_base = b_.CreateMul(b_.CreateMul(b_.CreateAdd(b_.CreateMul(b_batch, col_panels), panel), g.k), i64(g.tile.nr));
+      Value* row0 = b_.CreateMul(block, i64(g.tile.mb));
+      Value* col0 = b_.CreateMul(panel, i64(g.tile.nr));
+      Value* rows = min(i64(g.tile.mb), b_.CreateSub(g.m, row0));
+      Value* cols = min(i64(g.tile.nr), b_.CreateSub(g.n, col0));
+      emit_for(b_, i64(0), ceil_div(rows, g.tile.mr), "micro", [&](Value* micro) {
+        Value* a_panel = b_.CreateAdd(b_.CreateMul(a_batch, a_panels), b_.CreateAdd(b_.CreateMul(block, i64(g.tile.mb / g.tile.mr)), micro));
+        Value* a_base = b_.CreateMul(b_.CreateMul(a_panel, g.k), i64(g.tile.mr));
+        for (llvm::AllocaInst* a : acc) b_.CreateStore(llvm::Constant::getNullValue(vector), a);
+        emit_for(b_, i64(0), g.k, "kk", [&](Value* kk) {
+          Value* b_row = b_.CreateAdd(b_base, b_.CreateMul(kk, i64(g.tile.nr)));
+          Value* bv[2];
+          for (int half = 0; half < 2; ++half) {
+            Value* p = b_.CreateInBoundsGEP(scalar, fn_.buffer(packed_b), b_.CreateAdd(b_row, i64(half * lanes)));
+            bv[half] = b_.CreateAlignedLoad(vector, p, llvm::Align(64));
+          }
+          Value* a_row = b_.CreateAdd(a_base, b_.CreateMul(kk, i64(g.tile.mr)));
+          for (int64_t r = 0; r < g.tile.mr; ++r) {
+            Value* a = b_.CreateLoad(scalar, b_.CreateInBoundsGEP(scalar, fn_.buffer(packed_a), b_.CreateAdd(a_row, i64(r))));
+            Value* splat = b_.CreateVectorSplat(static_cast<unsigned>(lanes), a);
+            for (int half = 0; half < 2; ++half) {
+              llvm::AllocaInst* slot = acc[r * 2 + half];
+              Value* sum = b_.CreateLoad(vector, slot);
+              sum = floating ? b_.CreateIntrinsic(llvm::Intrinsic::fma, {vector}, {splat, bv[half], sum})
+                             : b_.CreateAdd(b_.CreateMul(splat, bv[half]), sum);
+              b_.CreateStore(sum, slot);
+            }
+          }
+        });
+        for (int64_t i = 0; i < 2 * g.tile.mr; ++i) {
+          Value* p = b_.CreateConstInBoundsGEP1_64(scalar, tile, i * lanes);
+          b_.CreateAlignedStore(b_.CreateLoad(vector, acc[i]), p, llvm::Align(64));
+        }
+        Value* first_row = b_.CreateAdd(row0, b_.CreateMul(micro, i64(g.tile.mr)));
+        Value* micro_rows = min(i64(g.tile.mr), b_.CreateSub(g.m, first_row));
+        epilogue(g, tile, scalar, out, first_row, micro_rows, col0, cols);
+      });
+    });
+  }
+
+  int packed_temp(TempBuffer::Kind kind) const {
+    for (size_t t = 0; t < plan_.temps.size(); ++t) {
+      if (plan_.temps[t].kind == kind && plan_.temps[t].node == spec_.domain) return static_cast<int>(t);
+    }
+    llvm::report_fatal_error("lowering: matmul without its packed operand");
+  }
+
+  /// The linear batch index of operand `n` (rank `rank`) for output batch dims `out`:
+  /// right-aligned, broadcast dims read 0.
+  Value* batch_of(int n, int rank, const std::vector<Value*>& out, int out_rank) {
+    std::vector<Value*> dims(rank, i64(0));
+    for (int d = 0; d < rank - 2; ++d) {
+      dims[d] = node(n).shape()[d] == 1 ? i64(0) : out[d + out_rank - rank];
+    }
+    Value* linear = i64(0);
+    for (int d = 0; d < rank - 2; ++d) {
+      if (node(n).shape()[d] == 1) continue;
+      linear = b_.CreateAdd(b_.CreateMul(linear, e_.dim(n, d)), dims[d]);
+    }
+    return linear;
+  }
+
+  void epilogue(const Gemm& g, Value* tile, llvm::Type* scalar, std::vector<Value*> out, Value* first_row,
+                Value* rows, Value* col0, Value* cols) {
+    emit_for(b_, i64(0), rows, "er", [&](Value* r) {
+      emit_for(b_, i64(0), cols, "ej", [&](Value* j) {
+        e_.forget();
+        Value* value = b_.CreateLoad(scalar, b_.CreateInBoundsGEP(scalar, tile, b_.CreateAdd(b_.CreateMul(r, i64(g.tile.nr)), j)));
+        e_.bind(g.product, value);
+        out[g.rank - 2] = b_.CreateAdd(first_row, r);
+        out[g.rank - 1] = b_.CreateAdd(col0, j);
+        Index index{out, nullptr};
+        Value* offset = e_.ravel(g.product, out);
+        for (int res : spec_.results) e_.store(graph_.roots[res], output_buffer(res), offset, e_.at(graph_.roots[res], index));
+        for (int t : spec_.temps) e_.store(g.product, plan_.buffer_of[plan_.temps[t].node], offset, value);
+        e_.unbind(g.product);
+      });
+    });
+    e_.forget();
+  }
+
+  const ir::Graph& graph_;
+  const KernelPlan& plan_;
+  const KernelSpec& spec_;
+  std::span<const Alias> aliases_;
+  int num_parameters_;
+  KernelFunction fn_;
+  llvm::IRBuilder<>& b_;
+  ExprEmitter e_;
+};
+
+}  // namespace
+
+void emit_planned_kernel(llvm::Module& module, const ir::Graph& graph, const KernelPlan& plan, const KernelSpec& spec,
+                         std::span<const Alias> aliases) {
+  Emitter(module, graph, plan, spec, aliases).emit();
+}
+
+}  // namespace lazyjit::lowering
