@@ -34,7 +34,7 @@ class Planner {
       for (int operand : graph.operands[i]) users_[operand].push_back(i);
     }
     result_of_.assign(n_, -1);
-    for (size_t r = graph.roots.size(); r-- > 0;) result_of_[graph.roots[r]] = static_cast<int>(r);
+    for (size_t r = graph.roots.size(); r-- > 0;) result_of_[stored_value(graph, graph.roots[r])] = static_cast<int>(r);
   }
 
   KernelPlan plan(const std::string& prefix) {
@@ -66,12 +66,12 @@ class Planner {
         d.spec.stages = {i};
       }
       for (size_t r = 0; r < graph_.roots.size(); ++r) {
-        if (graph_.roots[r] == i) drafts_.back().spec.results.push_back(static_cast<int>(r));
+        if (stored_value(graph_, graph_.roots[r]) == i) drafts_.back().spec.results.push_back(static_cast<int>(r));
       }
     }
     std::vector<int> kernel_of_class(graph_.roots.size(), -1);
     for (size_t r = 0; r < graph_.roots.size(); ++r) {
-      if (is_boundary(graph_, graph_.roots[r])) continue;
+      if (is_boundary(graph_, stored_value(graph_, graph_.roots[r]))) continue;
       const int shape_class = graph_.root_shape_class[r];
       int& k = kernel_of_class[shape_class];
       if (k < 0) {
@@ -244,6 +244,11 @@ class Planner {
 
 KernelPlan plan_kernels(const ir::Graph& graph, const std::string& symbol_prefix) {
   return Planner(graph).plan(symbol_prefix);
+}
+
+int stored_value(const ir::Graph& graph, int node) {
+  while (graph.nodes[node]->op() == OpKind::Reshape) node = graph.operands[node][0];
+  return node;
 }
 
 std::string symbol_prefix(const ir::Graph& graph) { return "lj_" + graph.key.to_hex(); }

@@ -22,6 +22,11 @@ namespace lazyjit::lowering {
 /// Depends only on what the graph key contains, so one key has one plan.
 KernelPlan plan_kernels(const ir::Graph& graph, const std::string& symbol_prefix);
 
+/// The node whose value `node` stores: itself, or for a reshape (a chain of them) the node
+/// below, whose elements it holds in the same order. A result that reshapes a reduction or
+/// a product is written by that node's kernel directly.
+int stored_value(const ir::Graph& graph, int node);
+
 /// The kernel symbols' prefix for `graph`: "lj_" and the graph key.
 std::string symbol_prefix(const ir::Graph& graph);
 

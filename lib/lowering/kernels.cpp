@@ -5,6 +5,7 @@
 
 #include "lowering/elementwise.h"
 #include "lowering/expr.h"
+#include "lowering/fusion.h"
 #include "llvm/IR/Intrinsics.h"
 
 namespace lazyjit::lowering {
@@ -121,8 +122,9 @@ class Emitter {
       for (int s : spec_.stages) e_.bind(s, fold(s, dims));
       for (int r : spec_.results) {
         const int root = graph_.roots[r];
-        if (std::find(spec_.stages.begin(), spec_.stages.end(), root) != spec_.stages.end()) {
-          e_.store(root, output_buffer(r), row, e_.at(root, {}));
+        const int value = stored_value(graph_, root);
+        if (std::find(spec_.stages.begin(), spec_.stages.end(), value) != spec_.stages.end()) {
+          e_.store(value, output_buffer(r), row, e_.at(value, {}));
         } else {
           over_row(dims, 0, [&] { e_.store(root, output_buffer(r), e_.ravel(d, dims), e_.at(root, Index{dims, nullptr})); });
         }
@@ -357,7 +359,10 @@ class Emitter {
         out[g.rank - 1] = b_.CreateAdd(col0, j);
         Index index{out, nullptr};
         Value* offset = e_.ravel(g.product, out);
-        for (int res : spec_.results) e_.store(graph_.roots[res], output_buffer(res), offset, e_.at(graph_.roots[res], index));
+        for (int res : spec_.results) {
+          const int root = stored_value(graph_, graph_.roots[res]);  // a reshape stores the same order
+          e_.store(root, output_buffer(res), offset, e_.at(root, index));
+        }
         for (int t : spec_.temps) e_.store(g.product, plan_.buffer_of[plan_.temps[t].node], offset, value);
         e_.unbind(g.product);
       });

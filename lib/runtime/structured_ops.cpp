@@ -198,9 +198,11 @@ Tensor layer_norm(const Tensor& input, int64_t normalized_ndim, const Tensor& ga
   }
   const ir::Shape normalized(x->shape().end() - normalized_ndim, x->shape().end());
   for (const auto& [name, p] : {std::pair{"gamma", &gamma}, std::pair{"beta", &beta}}) {
-    if (p->defined() && ir::Shape(p->shape().begin(), p->shape().end()) != normalized) {
-      throw Error(fmt::format("layer_norm: {} has shape {}, expected the normalized shape {}", name,
-                              text(p->shape()), ir::shape_to_string(normalized)));
+    if (!p->defined()) continue;
+    const std::vector<int64_t> shape = p->shape();
+    if (ir::Shape(shape.begin(), shape.end()) != normalized) {
+      throw Error(fmt::format("layer_norm: {} has shape {}, expected the normalized shape {}", name, text(shape),
+                              ir::shape_to_string(normalized)));
     }
   }
   ir::Node::Attrs attrs;

@@ -1,0 +1,412 @@
+// The op set beyond elementwise: reductions, normalisation, matmul, views and random
+// numbers. Every op is compiled and run by the runtime and compared with the reference
+// interpreter on seeded random shapes (size 0 and 1 included) for every admitted dtype, with
+// per-dtype tolerances; fusion is checked on the kernel counter; every user mistake has its
+// message checked.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "fmt/format.h"
+#include "fmt/ranges.h"
+#include "ir/graph.h"
+#include "ir/interpreter.h"
+#include "lazyjit/lazyjit.h"
+#include "runtime/tensor_impl.h"
+
+namespace lazyjit {
+namespace {
+
+using Shape = std::vector<int64_t>;
+constexpr DType kAll[] = {DType::Bool, DType::Int32, DType::Int64, DType::Float32, DType::Float64};
+constexpr DType kNumeric[] = {DType::Int32, DType::Int64, DType::Float32, DType::Float64};
+constexpr DType kFloats[] = {DType::Float32, DType::Float64};
+
+/// A materialised tensor of `shape` with seeded values in [-4, 4] (bool: random; ints: small).
+Tensor random_tensor(std::mt19937& rng, const Shape& shape, DType dtype) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  std::uniform_real_distribution<double> value(-4, 4);
+  std::vector<double> v(n);
+  for (double& x : v) x = value(rng);
+  Tensor t;
+  switch (dtype) {
+    case DType::Bool: {
+      std::vector<bool> b;
+      for (double x : v) b.push_back(x > 0);
+      t = Tensor::from_vector<bool>(b, shape);
+      break;
+    }
+    case DType::Int32: {
+      std::vector<int32_t> i(v.begin(), v.end());
+      t = Tensor::from_vector<int32_t>(i, shape);
+      break;
+    }
+    case DType::Int64: {
+      std::vector<int64_t> i(v.begin(), v.end());
+      t = Tensor::from_vector<int64_t>(i, shape);
+      break;
+    }
+    case DType::Float32: t = Tensor::from_vector<float>(std::vector<float>(v.begin(), v.end()), shape); break;
+    case DType::Float64: t = Tensor::from_vector<double>(v, shape); break;
+  }
+  sync({t});
+  return t;
+}
+
+/// Compares `t` (pending) as the runtime computes it with the interpreter's value of its
+/// graph. Floats: |got - want| <= rtol * (|want| + scale), scale covering sums of `terms`.
+void expect_matches(const Tensor& t, const std::string& context, int64_t terms = 1) {
+  const ir::NodePtr root = t.impl()->ir_value();
+  const std::vector<ir::HostTensor> expected = ir::interpret(ir::build_graph(std::vector<ir::NodePtr>{root}));
+  Tensor result = t;
+  sync({result});
+  const BackendData& data = *result.impl()->data();
+  ASSERT_EQ(data.dtype(), expected[0].dtype) << context;
+  ASSERT_EQ(std::vector<int64_t>(data.shape().begin(), data.shape().end()),
+            std::vector<int64_t>(expected[0].shape.begin(), expected[0].shape.end()))
+      << context;
+  ir::HostTensor got{data.dtype(), expected[0].shape, {}};
+  got.bytes.resize(static_cast<size_t>(data.size_bytes()));
+  if (!got.bytes.empty()) std::memcpy(got.bytes.data(), data.data(), got.bytes.size());
+  const double rtol = data.dtype() == DType::Float32 ? 3e-5 : 1e-12;
+  const double scale = 4.0 * std::sqrt(static_cast<double>(std::max<int64_t>(terms, 1)));
+  int reported = 0;
+  for (int64_t i = 0; i < got.numel() && reported < 5; ++i) {
+    const double g = got.as_double(i), w = expected[0].as_double(i);
+    bool ok = g == w || (std::isnan(g) && std::isnan(w));
+    if (!ok && is_floating(data.dtype())) ok = std::abs(g - w) <= rtol * (std::abs(w) + scale);
+    if (!ok) {
+      ADD_FAILURE() << context << " element " << i << ": kernel " << g << ", interpreter " << w;
+      ++reported;
+    }
+  }
+}
+
+Shape random_shape(std::mt19937& rng, int rank) {
+  static constexpr int64_t kSizes[] = {0, 1, 1, 2, 3, 5, 7, 16, 33};
+  Shape shape;
+  for (int d = 0; d < rank; ++d) shape.push_back(kSizes[rng() % std::size(kSizes)]);
+  return shape;
+}
+
+int64_t numel(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+/// A random non-empty subset of [0, rank), some of them given as negative dims.
+std::vector<int64_t> random_dims(std::mt19937& rng, int rank) {
+  std::vector<int64_t> dims;
+  for (int d = 0; d < rank; ++d) {
+    if (rng() % 2) dims.push_back(rng() % 2 ? d : d - rank);
+  }
+  if (dims.empty() && rank > 0) dims.push_back(rng() % rank);
+  return dims;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reductions
+
+TEST(ReduceTest, SumAmaxAminMeanMatchInterpreterOnRandomShapes) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 120; ++trial) {
+    const int rank = static_cast<int>(rng() % 5);
+    const Shape shape = random_shape(rng, rank);
+    const DType dtype = kAll[rng() % std::size(kAll)];
+    const std::vector<int64_t> dims = rng() % 4 == 0 ? std::vector<int64_t>{} : random_dims(rng, rank);
+    const bool keepdim = rng() % 2;
+    const Tensor x = random_tensor(rng, shape, dtype);
+    const std::string context = fmt::format("{} [{}] dims [{}] keepdim {}", dtype_name(dtype), fmt::join(shape, ","),
+                                            fmt::join(dims, ","), keepdim);
+    int64_t folded = 1;
+    bool empty_fold = false;
+    for (int64_t d = 0; d < rank; ++d) {
+      const bool in = dims.empty() || std::count(dims.begin(), dims.end(), d) || std::count(dims.begin(), dims.end(), d - rank);
+      if (in) folded *= shape[d], empty_fold = empty_fold || shape[d] == 0;
+    }
+    expect_matches(sum(x, dims, keepdim), "sum " + context, folded);
+    if (is_floating(dtype)) expect_matches(mean(x, dims, keepdim), "mean " + context, folded);
+    if (empty_fold) {
+      EXPECT_THROW(amax(x, dims, keepdim), Error) << context;
+    } else {
+      expect_matches(amax(x, dims, keepdim), "amax " + context);
+      expect_matches(amin(x * x - 1.0, dims, keepdim), "amin " + context);
+    }
+  }
+}
+
+TEST(ReduceTest, ArgmaxMatchesInterpreterWithTiesAndNaN) {
+  std::mt19937 rng(11);
+  for (DType dtype : kNumeric) {
+    for (int trial = 0; trial < 12; ++trial) {
+      const int rank = 1 + static_cast<int>(rng() % 3);
+      Shape shape = random_shape(rng, rank);
+      const int64_t dim = static_cast<int64_t>(rng() % rank) - (rng() % 2 ? rank : 0);
+      int64_t& size = shape[dim < 0 ? dim + rank : dim];
+      size = std::max<int64_t>(size, 1);
+      const Tensor x = random_tensor(rng, shape, dtype);
+      const Tensor rounded = is_floating(dtype) ? where(gt(x, 3.0), Tensor::from_vector<float>({NAN}, {}).to(dtype), x) : x;
+      expect_matches(argmax(rounded, dim, trial % 2), fmt::format("argmax {} [{}] dim {}", dtype_name(dtype), fmt::join(shape, ","), dim));
+    }
+  }
+  // Ties: the first maximum wins.
+  EXPECT_EQ(argmax(Tensor::from_vector<int32_t>({1, 5, 5, 2}, {4}), 0).item<int64_t>(), 1);
+}
+
+TEST(ReduceTest, SumOfBoolAndIntIsInt64AndMeanOfIntIsAnError) {
+  const Tensor b = Tensor::from_vector<bool>({true, false, true}, {3});
+  EXPECT_EQ(sum(b).dtype(), DType::Int64);
+  EXPECT_EQ(sum(b).item<int64_t>(), 2);
+  EXPECT_EQ(sum(Tensor::from_vector<int32_t>({1, 2}, {2})).dtype(), DType::Int64);
+  try {
+    mean(Tensor::from_vector<int32_t>({1, 2}, {2}));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "mean: input dtype int32 is not a float dtype; convert it first with .to(DType::Float32)");
+  }
+}
+
+TEST(ReduceTest, ResultsDoNotDependOnShapeSplitOrRepeat) {
+  std::mt19937 rng(3);
+  const Tensor x = random_tensor(rng, {300, 257}, DType::Float32);
+  const std::vector<float> a = sum(x, {1}).to_vector<float>();
+  const std::vector<float> b = sum(x, {1}).to_vector<float>();
+  EXPECT_EQ(a, b);  // bit for bit: each row is folded by one thread in a fixed order
+}
+
+TEST(ReduceTest, ProducersFuseIntoTheReductionAndConsumersIntoItsRows) {
+  std::mt19937 rng(5);
+  const Tensor x = random_tensor(rng, {64, 1000}, DType::Float32);
+  const Metrics before = metrics();
+  expect_matches(sum(x * x, {1}), "sum(x*x)", 1000);
+  Metrics after = metrics();
+  EXPECT_EQ(after.kernels_launched - before.kernels_launched, 1);  // no temporary for x*x
+  expect_matches(softmax(x, -1), "softmax");
+  Metrics next = metrics();
+  EXPECT_EQ(next.kernels_launched - after.kernels_launched, 1);  // max, sum and output: one row pass
+  const Tensor gamma = random_tensor(rng, {1000}, DType::Float32), beta = random_tensor(rng, {1000}, DType::Float32);
+  expect_matches(layer_norm(x, 1, gamma, beta, 1e-5), "layer_norm", 1000);
+  EXPECT_EQ(metrics().kernels_launched - next.kernels_launched, 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Normalisation
+
+TEST(NormTest, SoftmaxLogSoftmaxLayerNormMatchInterpreter) {
+  std::mt19937 rng(13);
+  for (DType dtype : kFloats) {
+    for (int trial = 0; trial < 25; ++trial) {
+      const int rank = 1 + static_cast<int>(rng() % 3);
+      const Shape shape = random_shape(rng, rank);
+      const int64_t dim = static_cast<int64_t>(rng() % rank) - (rng() % 2 ? rank : 0);
+      const Tensor x = random_tensor(rng, shape, dtype) * 4.0;
+      const std::string context = fmt::format("{} [{}] dim {}", dtype_name(dtype), fmt::join(shape, ","), dim);
+      const int64_t n = shape[dim < 0 ? dim + rank : dim];
+      expect_matches(softmax(x, dim), "softmax " + context, n);
+      expect_matches(log_softmax(x, dim), "log_softmax " + context, n);
+      const int normalized = 1 + static_cast<int>(rng() % rank);
+      const Shape tail(shape.end() - normalized, shape.end());
+      const Tensor gamma = random_tensor(rng, tail, dtype), beta = random_tensor(rng, tail, dtype);
+      expect_matches(layer_norm(x, normalized, gamma, beta, 1e-5), "layer_norm " + context, numel(tail) * 16);
+      expect_matches(layer_norm(x, normalized), "layer_norm (no affine) " + context, numel(tail) * 16);
+    }
+  }
+}
+
+TEST(NormTest, SoftmaxIsStableForLargeInputs) {
+  const Tensor x = Tensor::from_vector<float>({1000, 1001, 1002}, {3});
+  const std::vector<float> p = softmax(x, 0).to_vector<float>();
+  EXPECT_NEAR(p[2], 0.66524f, 1e-5);
+  EXPECT_FALSE(std::isnan(log_softmax(x, 0).to_vector<float>()[0]));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Matmul
+
+TEST(MatmulTest, MatchesInterpreterAtSizesThatAreNotMultiplesOfTheTile) {
+  std::mt19937 rng(17);
+  const int64_t sizes[] = {1, 7, 63, 129, 1000};
+  for (DType dtype : kNumeric) {
+    for (int64_t m : sizes) {
+      for (int64_t k : {1, 7, 63, 129}) {
+        const int64_t n = sizes[rng() % std::size(sizes)];
+        if (m * n * k > 8'000'000) continue;
+        const Tensor a = random_tensor(rng, {m, k}, dtype), b = random_tensor(rng, {k, n}, dtype);
+        expect_matches(matmul(a, b), fmt::format("{} {}x{}x{}", dtype_name(dtype), m, k, n), k * 16);
+      }
+    }
+  }
+}
+
+TEST(MatmulTest, VectorsBatchesAndBroadcastBatchDims) {
+  std::mt19937 rng(19);
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{7}, {7}},       {{7}, {7, 5}},        {{5, 7}, {7}},           {{3, 5, 7}, {7, 9}},
+      {{5, 7}, {2, 7, 9}}, {{2, 1, 5, 7}, {3, 7, 4}}, {{3, 5, 7}, {7}}, {{7}, {2, 7, 3}}, {{0, 7}, {7, 3}},
+      {{4, 0}, {0, 3}},
+  };
+  for (DType dtype : {DType::Float32, DType::Float64, DType::Int64}) {
+    for (const auto& [sa, sb] : cases) {
+      expect_matches(matmul(random_tensor(rng, sa, dtype), random_tensor(rng, sb, dtype)),
+                     fmt::format("{} [{}] @ [{}]", dtype_name(dtype), fmt::join(sa, ","), fmt::join(sb, ",")), 7 * 16);
+    }
+  }
+}
+
+TEST(MatmulTest, EpilogueFusesIntoTheKernelAndOperandExpressionsIntoPacking) {
+  std::mt19937 rng(23);
+  const Tensor x = random_tensor(rng, {70, 33}, DType::Float32), w = random_tensor(rng, {40, 33}, DType::Float32);
+  const Tensor bias = random_tensor(rng, {40}, DType::Float32), residual = random_tensor(rng, {70, 40}, DType::Float32);
+  const Metrics before = metrics();
+  // x @ w^T: the transpose is read through while packing; bias, gelu and residual are the
+  // epilogue: pack A, pack B and the tiled kernel, nothing else.
+  expect_matches(gelu(matmul(x, transpose(w, 0, 1)) + bias) + residual, "gelu(x@w.T+b)+r", 33 * 16);
+  EXPECT_EQ(metrics().kernels_launched - before.kernels_launched, 3);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Views
+
+TEST(ViewTest, EveryViewMatchesInterpreterForEveryDtype) {
+  std::mt19937 rng(29);
+  for (DType dtype : kAll) {
+    const Tensor x = random_tensor(rng, {4, 3, 5}, dtype);
+    const Tensor y = random_tensor(rng, {4, 2, 5}, dtype);
+    const std::string d(dtype_name(dtype));
+    expect_matches(reshape(x, {-1, 5}), "reshape " + d);
+    expect_matches(reshape(x, {5, 12}), "reshape across dims " + d);
+    expect_matches(transpose(x, 0, -1), "transpose " + d);
+    expect_matches(permute(x, {1, 2, 0}), "permute " + d);
+    expect_matches(expand(reshape(x, {4, 1, 3, 5}), {2, 4, 6, 3, 5}), "expand " + d);
+    expect_matches(slice(x, 2, 1, 5, 2), "slice step 2 " + d);
+    expect_matches(slice(x, 0, -3, 100), "slice clamped " + d);
+    expect_matches(slice(x, 1, 2, 1), "slice empty " + d);
+    expect_matches(cat({x, y, x}, 1), "cat " + d);
+    expect_matches(squeeze(unsqueeze(x, -1), 3), "squeeze/unsqueeze " + d);
+    expect_matches(unsqueeze(x, 0), "unsqueeze " + d);
+  }
+}
+
+TEST(ViewTest, ViewsComposeWithElementwiseAndReductions) {
+  std::mt19937 rng(31);
+  const Tensor x = random_tensor(rng, {6, 8}, DType::Float32), y = random_tensor(rng, {8, 6}, DType::Float32);
+  expect_matches(x + transpose(y, 0, 1), "x + y.T");
+  expect_matches(reshape(exp(x) * 2.0, {4, 12}) - 1.0, "reshape of a computed value");
+  expect_matches(sum(transpose(x, 0, 1), {1}), "sum over a transpose", 8);
+  expect_matches(cat({slice(x, 1, 0, 4), exp(slice(x, 1, 4, 8))}, 0) * 3.0, "cat of slices", 1);
+  expect_matches(permute(reshape(x, {2, 3, 8}), {2, 0, 1}) + reshape(y, {8, 2, 3}), "permute of reshape", 1);
+}
+
+TEST(ViewTest, ViewsOfASizeDoNotRecompile) {
+  std::mt19937 rng(37);
+  const Metrics before = metrics();
+  for (int64_t n : {5, 9, 17}) {
+    const Tensor x = random_tensor(rng, {n, 4}, DType::Float32);
+    expect_matches(transpose(x, 0, 1) * 2.0, "transpose at n=" + std::to_string(n));
+  }
+  EXPECT_EQ(metrics().compiles - before.compiles, 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Random numbers
+
+TEST(RandomTest, RandAndRandnMatchTheInterpreterAndAreSeeded) {
+  for (DType dtype : kFloats) {
+    expect_matches(rand({3, 70001}, 42, dtype), "rand large");  // above the parallel threshold
+    expect_matches(randn({1000}, 42, dtype), "randn");
+    expect_matches(rand({0}, 1, dtype), "rand empty");
+  }
+  const std::vector<float> a = rand({64}, 1).to_vector<float>(), b = rand({64}, 1).to_vector<float>();
+  const std::vector<float> c = rand({64}, 2).to_vector<float>();
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  const Tensor u = rand({100000}, 9);
+  EXPECT_NEAR(mean(u).item<float>(), 0.5f, 0.01f);
+  EXPECT_GE(amin(u).item<float>(), 0.0f);
+  EXPECT_LT(amax(u).item<float>(), 1.0f);
+  const Tensor z = randn({100000}, 9, DType::Float64);
+  EXPECT_NEAR(mean(z).item<double>(), 0.0, 0.02);
+  EXPECT_NEAR(mean(z * z).item<double>(), 1.0, 0.02);
+}
+
+TEST(RandomTest, ANewSeedDoesNotRecompile) {
+  const Metrics before = metrics();
+  for (uint64_t seed = 0; seed < 4; ++seed) rand({16}, seed).to_vector<float>();
+  EXPECT_LE(metrics().compiles - before.compiles, 1);  // 0 when an earlier test compiled it
+  EXPECT_GE(metrics().cache_hits - before.cache_hits, 3);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A transformer block end to end
+
+TEST(TransformerTest, BlockMatchesInterpreter) {
+  std::mt19937 rng(41);
+  const int64_t batch = 2, seq = 9, model = 16, hidden = 24;
+  const Tensor x = random_tensor(rng, {batch, seq, model}, DType::Float32) * 0.5;
+  auto param = [&](Shape s, double scale) { return random_tensor(rng, s, DType::Float32) * scale; };
+  const Tensor g1 = param({model}, 0.25) + 1.0, b1 = param({model}, 0.1);
+  const Tensor wq = param({model, model}, 0.1), wk = param({model, model}, 0.1), wv = param({model, model}, 0.1);
+  const Tensor wo = param({model, model}, 0.1), g2 = param({model}, 0.25) + 1.0, b2 = param({model}, 0.1);
+  const Tensor w1 = param({model, hidden}, 0.1), c1 = param({hidden}, 0.1), w2 = param({hidden, model}, 0.1);
+  const Tensor c2 = param({model}, 0.1);
+
+  const Tensor h = layer_norm(x, 1, g1, b1, 1e-5);
+  const Tensor q = matmul(h, wq), k = matmul(h, wk), v = matmul(h, wv);
+  const Tensor scores = matmul(q, transpose(k, -2, -1)) * (1.0 / std::sqrt(static_cast<double>(model)));
+  const Tensor attention = matmul(softmax(scores, -1), v);
+  const Tensor r1 = x + matmul(attention, wo);
+  const Tensor mlp = matmul(gelu(matmul(layer_norm(r1, 1, g2, b2, 1e-5), w1) + c1), w2) + c2;
+  expect_matches(r1 + mlp, "transformer block", 64);
+}
+
+// ---------------------------------------------------------------------------------------------
+// User mistakes
+
+void expect_error(const std::function<void()>& f, const std::string& message) {
+  try {
+    f();
+    ADD_FAILURE() << "no error, expected: " << message;
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), message);
+  }
+}
+
+TEST(OpErrorTest, BadDimsShapesAndDtypesNameTheOpAndValues) {
+  const Tensor x = zeros({2, 3});
+  expect_error([&] { sum(x, {2}); }, "sum: dim 2 is out of range for a tensor of rank 2 (expected -2 to 1)");
+  expect_error([&] { sum(x, {1, -1}); }, "sum: dims [1, -1] name a dim twice");
+  expect_error([&] { amax(zeros({2, 0}), {1}); },
+               "amax: cannot reduce dim 1 of size 0 (shape [2,0]): there is no identity");
+  expect_error([&] { argmax(Tensor::from_vector<bool>({true}, {1}), 0); }, "argmax: bool operands are not supported");
+  expect_error([&] { softmax(x, -3); }, "softmax: dim -3 is out of range for a tensor of rank 2 (expected -2 to 1)");
+  expect_error([&] { layer_norm(x, 3); }, "layer_norm: normalized_ndim 3 must be in [1, 2] for input shape [2,3]");
+  expect_error([&] { layer_norm(x, 1, zeros({2})); },
+               "layer_norm: gamma has shape [2], expected the normalized shape [3]");
+  expect_error([&] { matmul(x, zeros({2, 3})); },
+               "matmul: shapes [2,3] and [2,3] cannot be multiplied (3 columns vs 2 rows)");
+  expect_error([&] { matmul(zeros({2, 2, 3}), zeros({3, 3, 4})); },
+               "matmul: shapes [2] and [3] cannot be broadcast (dim 0: 2 vs 3)");
+  expect_error([&] { matmul(Tensor::from_vector<bool>({true}, {1}), Tensor::from_vector<bool>({true}, {1})); },
+               "matmul: bool operands are not supported");
+  expect_error([&] { reshape(x, {4, -1}); }, "reshape: shape [4, -1] is invalid for a tensor of 6 elements (shape [2,3])");
+  expect_error([&] { reshape(x, {-1, -1}); }, "reshape: invalid shape [-1, -1] (one dim may be -1, others must be >= 0)");
+  expect_error([&] { permute(x, {0, 0}); }, "permute: dims [0, 0] are not a permutation");
+  expect_error([&] { transpose(x, 0, 2); }, "transpose: dim 2 is out of range for a tensor of rank 2 (expected -2 to 1)");
+  expect_error([&] { expand(x, {4, 3}); }, "expand: cannot expand shape [2,3] to [4,3] (dim 0: 2 is neither 1 nor 4)");
+  expect_error([&] { slice(x, 1, 0, 2, 0); }, "slice: step must be positive, got 0");
+  expect_error([&] { cat({x, zeros({3, 3})}, 1); },
+               "cat: tensor 1 has shape [3,3], which differs from [2,3] outside dim 1");
+  expect_error([&] { cat({}, 0); }, "cat: expected at least one tensor");
+  expect_error([&] { unsqueeze(x, 4); }, "unsqueeze: dim 4 is out of range for a tensor of rank 3 (expected -3 to 2)");
+  expect_error([&] { rand({2}, 1, DType::Int32); }, "rand: dtype int32 is not a float dtype");
+  expect_error([&] { sum(Tensor(), {}); }, "sum: an operand is an undefined tensor");
+}
+
+}  // namespace
+}  // namespace lazyjit
