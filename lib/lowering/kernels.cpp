@@ -119,14 +119,23 @@ class Emitter {
         dims[dim] = k == 0 ? rest : b_.CreateURem(rest, e_.dim(d, dim));
         if (k > 0) rest = b_.CreateUDiv(rest, e_.dim(d, dim));
       }
-      for (int s : spec_.stages) e_.bind(s, fold(s, dims));
+      const auto [kept_node, kept_result] = kept_in_output();
+      for (int s : spec_.stages) {
+        const bool keep = kept_node >= 0 && s == spec_.stages.back();
+        e_.bind(s, fold(s, dims, keep ? output_buffer(kept_result) : -1));
+      }
       for (int r : spec_.results) {
         const int root = graph_.roots[r];
         const int value = stored_value(graph_, root);
         if (std::find(spec_.stages.begin(), spec_.stages.end(), value) != spec_.stages.end()) {
           e_.store(value, output_buffer(r), row, e_.at(value, {}));
         } else {
-          over_row(dims, 0, [&] { e_.store(root, output_buffer(r), e_.ravel(d, dims), e_.at(root, Index{dims, nullptr})); });
+          over_row(dims, 0, [&] {
+            Value* offset = e_.ravel(d, dims);
+            if (r == kept_result) e_.bind(kept_node, e_.load(kept_node, output_buffer(r), offset));
+            e_.store(root, output_buffer(r), offset, e_.at(root, Index{dims, nullptr}));
+            if (r == kept_result) e_.unbind(kept_node);
+          });
         }
       }
       for (int t : spec_.temps) e_.store(plan_.temps[t].node, plan_.buffer_of[plan_.temps[t].node], row, e_.at(plan_.temps[t].node, {}));
@@ -137,7 +146,41 @@ class Emitter {
   /// One row of reduction `s`, folded in index order (per element of the result, so the
   /// order does not depend on the thread count). Float sums may reassociate: the vectoriser
   /// keeps lanes of partial sums, the same ones on every run.
-  Value* fold(int s, std::vector<Value*>& dims) {
+  /// The last stage's operand, when a result of the row reads it and can hold it: the stage
+  /// pass stores it in that result's buffer and the output pass reads it back (the row is in
+  /// cache), so softmax computes exp once per element. Not for a donated buffer, whose old
+  /// values the output pass may still read.
+  std::pair<int, int> kept_in_output() const {
+    if (spec_.stages.empty()) return {-1, -1};
+    const int operand = graph_.operands[spec_.stages.back()][0];
+    if (ir::op_info(node(operand).op()).kind != ir::LoweringKind::Elementwise) return {-1, -1};
+    if (node(operand).shape() != node(spec_.domain).shape()) return {-1, -1};
+    for (int r : spec_.results) {
+      const int root = graph_.roots[r];
+      if (output_buffer(r) != num_parameters_ + r || node(root).dtype() != node(operand).dtype() ||
+          node(root).rank() != node(spec_.domain).rank() || !reaches(root, operand)) {
+        continue;
+      }
+      return {operand, r};
+    }
+    return {-1, -1};
+  }
+
+  /// Whether `from` computes `target` within this kernel (elementwise paths only, so the
+  /// value is read at the element being written).
+  bool reaches(int from, int target) const {
+    if (from == target) return true;
+    if (ir::op_info(node(from).op()).kind != ir::LoweringKind::Elementwise) return false;
+    for (int operand : graph_.operands[from]) {
+      if (node(operand).rank() == node(from).rank() && node(operand).unit_dims() == node(from).unit_dims() &&
+          reaches(operand, target)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  Value* fold(int s, std::vector<Value*>& dims, int keep_in = -1) {
     const ir::Node& reduce = node(s);
     const int operand = graph_.operands[s][0];
     const DType in = node(operand).dtype();
@@ -149,7 +192,9 @@ class Emitter {
     b_.CreateStore(identity(reduce.op(), acc_dtype, type), acc);
     if (where) b_.CreateStore(i64(0), where);
     over_row(dims, 0, [&] {
-      Value* v = emit_convert(b_, e_.at(operand, Index{dims, nullptr}), in, acc_dtype);
+      Value* element = e_.at(operand, Index{dims, nullptr});
+      if (keep_in >= 0) e_.store(operand, keep_in, e_.ravel(spec_.domain, dims), element);
+      Value* v = emit_convert(b_, element, in, acc_dtype);
       Value* current = b_.CreateLoad(type, acc);
       Value* next = nullptr;
       switch (reduce.op()) {

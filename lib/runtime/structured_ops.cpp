@@ -177,7 +177,9 @@ Tensor softmax(const Tensor& t, int64_t dim) {
   if (attrs.empty()) return pending(z->rank() == 0 ? number(1.0, z->dtype()) : z);  // empty or rank 0
   ir::NodePtr e = elementwise(OpKind::Exp, {std::move(z)});
   ir::NodePtr total = check(ir::make_structured(OpKind::Sum, {e}, attrs));
-  return pending(elementwise(OpKind::Div, {std::move(e), std::move(total)}));
+  // Times the reciprocal, as PyTorch's kernel does: one division per row, not per element.
+  ir::NodePtr reciprocal = elementwise(OpKind::Div, {number(1.0, total->dtype()), std::move(total)});
+  return pending(elementwise(OpKind::Mul, {std::move(e), std::move(reciprocal)}));
 }
 
 Tensor log_softmax(const Tensor& t, int64_t dim) {
