@@ -263,10 +263,14 @@ TEST(MatmulTest, EpilogueFusesIntoTheKernelAndOperandExpressionsIntoPacking) {
   std::mt19937 rng(23);
   const Tensor x = random_tensor(rng, {70, 33}, DType::Float32), w = random_tensor(rng, {40, 33}, DType::Float32);
   const Tensor bias = random_tensor(rng, {40}, DType::Float32), residual = random_tensor(rng, {70, 40}, DType::Float32);
-  const Metrics before = metrics();
-  // x @ w^T: the transpose is read through while packing; bias, gelu and residual are the
-  // epilogue: pack A, pack B and the tiled kernel, nothing else.
+  Metrics before = metrics();
+  // x @ w^T: x is read in place, the transpose is read through while packing w; bias, gelu
+  // and residual are the epilogue: pack B and the tiled kernel, nothing else.
   expect_matches(gelu(matmul(x, transpose(w, 0, 1)) + bias) + residual, "gelu(x@w.T+b)+r", 33 * 16);
+  EXPECT_EQ(metrics().kernels_launched - before.kernels_launched, 2);
+  // A computed left operand is evaluated as it is packed: one more kernel, no other pass.
+  before = metrics();
+  expect_matches(relu(matmul(tanh(x), transpose(w, 0, 1)) + bias), "relu(tanh(x)@w.T+b)", 33 * 16);
   EXPECT_EQ(metrics().kernels_launched - before.kernels_launched, 3);
 }
 

@@ -57,7 +57,10 @@ class Planner {
     for (int i = 0; i < n_; ++i) {
       if (!is_boundary(graph_, i)) continue;
       if (kind_of(graph_, i) == LoweringKind::Matmul) {
-        add({KernelKind::PackA, i}, -1, i);
+        // A left operand already in memory is read in place (rows of A are contiguous); one
+        // that is computed is packed as it is evaluated.
+        const int a = graph_.operands[i][0];
+        if (graph_.parameter_slot[a] < 0 && !is_boundary(graph_, a)) add({KernelKind::PackA, i}, -1, i);
         add({KernelKind::PackB, i}, -1, i);
         add({KernelKind::Matmul, i}, -1, i);
       } else {

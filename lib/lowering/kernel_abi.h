@@ -60,7 +60,7 @@ struct KernelPlan {
 struct MatmulTiling {
   int64_t mr, nr, mb;
 };
-inline MatmulTiling matmul_tiling(int64_t dtype_size) { return {6, 2 * 64 / dtype_size, 96}; }
+inline MatmulTiling matmul_tiling(int64_t dtype_size) { return {6, 2 * 64 / dtype_size, 48}; }
 
 /// A result written into a parameter's buffer (donation at the step barrier): the result
 /// and the parameter have one shape and dtype, and the kernel reads each element of the

@@ -310,7 +310,8 @@ class Emitter {
     auto* vector = llvm::FixedVectorType::get(scalar, static_cast<unsigned>(lanes));
     const bool floating = is_floating(product.dtype());
     const int num_results = static_cast<int>(graph_.roots.size());
-    const int packed_a = temp_buffer_index(num_parameters_, num_results, packed_temp(TempBuffer::Kind::PackedA));
+    const int packed_a_temp = packed_temp(TempBuffer::Kind::PackedA);
+    const int packed_a = packed_a_temp < 0 ? plan_.buffer_of[g.a] : temp_buffer_index(num_parameters_, num_results, packed_a_temp);
     const int packed_b = temp_buffer_index(num_parameters_, num_results, packed_temp(TempBuffer::Kind::PackedB));
 
     llvm::IRBuilder<>& h = fn_.hoist();
@@ -339,6 +340,15 @@ class Emitter {
       emit_for(b_, i64(0), ceil_div(rows, g.tile.mr), "micro", [&](Value* micro) {
         Value* a_panel = b_.CreateAdd(b_.CreateMul(a_batch, a_panels), b_.CreateAdd(b_.CreateMul(block, i64(g.tile.mb / g.tile.mr)), micro));
         Value* a_base = b_.CreateMul(b_.CreateMul(a_panel, g.k), i64(g.tile.mr));
+        // Unpacked A: each of the MR rows (clamped to the last; its results are not stored).
+        std::vector<Value*> a_rows;
+        if (packed_a_temp < 0) {
+          Value* first = b_.CreateAdd(row0, b_.CreateMul(micro, i64(g.tile.mr)));
+          for (int64_t r = 0; r < g.tile.mr; ++r) {
+            Value* row = min(b_.CreateAdd(first, i64(r)), b_.CreateSub(g.m, i64(1)));
+            a_rows.push_back(b_.CreateMul(b_.CreateAdd(b_.CreateMul(a_batch, g.m), row), g.k));
+          }
+        }
         for (llvm::AllocaInst* a : acc) b_.CreateStore(llvm::Constant::getNullValue(vector), a);
         emit_for(b_, i64(0), g.k, "kk", [&](Value* kk) {
           Value* b_row = b_.CreateAdd(b_base, b_.CreateMul(kk, i64(g.tile.nr)));
@@ -349,7 +359,8 @@ class Emitter {
           }
           Value* a_row = b_.CreateAdd(a_base, b_.CreateMul(kk, i64(g.tile.mr)));
           for (int64_t r = 0; r < g.tile.mr; ++r) {
-            Value* a = b_.CreateLoad(scalar, b_.CreateInBoundsGEP(scalar, fn_.buffer(packed_a), b_.CreateAdd(a_row, i64(r))));
+            Value* at = a_rows.empty() ? b_.CreateAdd(a_row, i64(r)) : b_.CreateAdd(a_rows[r], kk);
+            Value* a = b_.CreateLoad(scalar, b_.CreateInBoundsGEP(scalar, fn_.buffer(packed_a), at));
             Value* splat = b_.CreateVectorSplat(static_cast<unsigned>(lanes), a);
             for (int half = 0; half < 2; ++half) {
               llvm::AllocaInst* slot = acc[r * 2 + half];
@@ -371,11 +382,13 @@ class Emitter {
     });
   }
 
+  /// The temporary holding this product's packed operand, or -1 (A read in place).
   int packed_temp(TempBuffer::Kind kind) const {
     for (size_t t = 0; t < plan_.temps.size(); ++t) {
       if (plan_.temps[t].kind == kind && plan_.temps[t].node == spec_.domain) return static_cast<int>(t);
     }
-    llvm::report_fatal_error("lowering: matmul without its packed operand");
+    if (kind == TempBuffer::Kind::PackedB) llvm::report_fatal_error("lowering: matmul without its packed operand");
+    return -1;
   }
 
   /// The linear batch index of operand `n` (rank `rank`) for output batch dims `out`:
