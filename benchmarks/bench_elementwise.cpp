@@ -2,6 +2,7 @@
 #include <benchmark/benchmark.h>
 #include <lazyjit/lazyjit.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -9,12 +10,33 @@
 
 #include "bench_rows.h"
 #include "hand_loops.h"
+#include "workloads.h"
+
+namespace bench::ew {
+
+const std::vector<float>& input(int64_t n) { return random_data(n, 42, -4.0f, 4.0f); }
+
+Reference simple_ref(int64_t n) {
+  const float* x = input(n).data();
+  return {n, [x](int64_t i) { return std::max(x[i] * 1.5 + 0.25, 0.0) * 0.5 + x[i]; }, 1e-5, 1e-5};
+}
+
+Reference transcendental_ref(int64_t n) {
+  const float* x = input(n).data();
+  return {n,
+          [x](int64_t i) {
+            const double v = x[i];
+            return 1 / (1 + std::exp(-v)) * std::tanh(v * 0.5 + 1) + v * v;
+          },
+          1e-5, 1e-5};
+}
+
+}  // namespace bench::ew
 
 namespace {
 
 using lazyjit::Tensor;
-
-const std::vector<float>& input(int64_t n) { return bench::random_data(n, 42, -4.0f, 4.0f); }
+using bench::ew::input;
 
 // Empty when |got - want| <= tol * (1 + |want|) everywhere, else a message for SkipWithError.
 std::string mismatch(const std::vector<float>& got, const std::vector<float>& want, float tol) {

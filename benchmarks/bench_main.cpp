@@ -1,12 +1,16 @@
-// lazyjit-bench entry point: Google Benchmark's main plus a table of lazyjit/peer ratios of medians.
+// lazyjit-bench entry point: Google Benchmark's main plus a table per workload of every system's
+// median, min and max and the ratios of the medians.
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <iomanip>
 #include <map>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #ifdef LAZYJIT_BENCH_HAVE_OPENBLAS
@@ -14,62 +18,94 @@
 #endif
 
 #include "hand_loops.h"
+#include "peers.h"
 
 namespace {
 
-struct Median {
-  double seconds;
-  benchmark::TimeUnit unit;
+// Rows are named BM_<workload>_<system>: the system starts at the first of these words.
+constexpr const char* kSystemFamilies[] = {"lazyjit", "hand", "openblas", "torch", "eigen"};
+
+struct Row {
+  std::string workload, system;
+  double median = 0, min = 0, max = 0;  // seconds of real time
+  benchmark::TimeUnit unit = benchmark::kNanosecond;
+  std::string error;
 };
 
-class RatioReporter : public benchmark::ConsoleReporter {
+// Splits "BM_ew_simple_hand_stream" (args "16777216") into "ew_simple/16777216" and "hand_stream".
+std::pair<std::string, std::string> split_name(const benchmark::BenchmarkReporter::Run& r) {
+  std::string name = r.run_name.function_name;
+  if (name.rfind("BM_", 0) == 0) name.erase(0, 3);
+  size_t cut = name.size();
+  for (const char* family : kSystemFamilies) cut = std::min(cut, name.find(std::string("_") + family));
+  std::string workload = name.substr(0, cut), system = cut < name.size() ? name.substr(cut + 1) : "?";
+  if (!r.run_name.args.empty()) workload += "/" + r.run_name.args;
+  return {workload, system};
+}
+
+// The console output, then one table per workload: median, min, max of each system and the
+// ratio of its median to every other system's.
+class TableReporter : public benchmark::ConsoleReporter {
  public:
   using ConsoleReporter::ConsoleReporter;
 
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
     for (const Run& r : runs) {
-      bool median = r.run_type == Run::RT_Aggregate && r.aggregate_name == "median";
-      bool single = r.run_type == Run::RT_Iteration && r.repetitions <= 1;
-      if (r.error_occurred || !(median || single)) continue;
-      std::string key = r.run_name.function_name;
-      if (!r.run_name.args.empty()) key += "/" + r.run_name.args;
-      double seconds = r.GetAdjustedRealTime() / benchmark::GetTimeUnitMultiplier(r.time_unit);
-      medians_[key] = {seconds, r.time_unit};
+      auto [workload, system] = split_name(r);
+      Row& row = rows_[{workload, system}];
+      row.workload = workload;
+      row.system = system;
+      row.unit = r.time_unit;
+      if (r.error_occurred) row.error = r.error_message;
+      const double seconds = r.GetAdjustedRealTime() / benchmark::GetTimeUnitMultiplier(r.time_unit);
+      const bool single = r.run_type == Run::RT_Iteration && r.repetitions <= 1;
+      if (single || r.aggregate_name == "median") row.median = seconds;
+      if (single || r.aggregate_name == "min") row.min = seconds;
+      if (single || r.aggregate_name == "max") row.max = seconds;
     }
   }
 
   void Finalize() override {
     ConsoleReporter::Finalize();
+    std::map<std::string, std::vector<const Row*>> by_workload;
+    for (const auto& [key, row] : rows_) by_workload[row.workload].push_back(&row);
+    for (auto& [workload, rows] : by_workload)  // lazyjit first, then by name
+      std::stable_partition(rows.begin(), rows.end(), [](const Row* r) { return r->system == "lazyjit"; });
     auto& out = GetOutputStream();
-    bool header = false;
-    for (const auto& [key, lazy] : medians_) {
-      auto pos = key.find("_lazyjit");
-      if (pos == std::string::npos) continue;
-      for (const char* variant :
-           {"hand", "hand_stream", "hand_fastmath", "hand_plus_pass", "openblas", "openblas_plus_pass"}) {
-        std::string peer = key;
-        peer.replace(pos + 1, 7, variant);
-        auto hand = medians_.find(peer);
-        if (hand == medians_.end()) continue;
-        if (!header) out << "\nmedian real time, lazyjit vs peers (" << bench::kHandThreads << " threads each):\n";
-        header = true;
-        std::string workload = key.substr(0, pos) + key.substr(pos + 8);
-        if (workload.rfind("BM_", 0) == 0) workload.erase(0, 3);
-        double mult = benchmark::GetTimeUnitMultiplier(lazy.unit);
-        const char* unit = benchmark::GetTimeUnitString(lazy.unit);
-        char line[256];
-        std::snprintf(line, sizeof line, "ratio %s: lazyjit %.3g %s, %s %.3g %s -> %.2fx\n", workload.c_str(),
-                      lazy.seconds * mult, unit, variant, hand->second.seconds * mult, unit,
-                      lazy.seconds / hand->second.seconds);
-        out << line;
-      }
-    }
+    out << "\nmedian [min, max] real time per workload; ratio = this system's median / the column's ("
+        << bench::kHandThreads << " threads each)\n";
+    for (const auto& [workload, rows] : by_workload) print_workload(out, workload, rows);
     out.flush();
   }
 
  private:
-  std::map<std::string, Median> medians_;
+  static void print_workload(std::ostream& out, const std::string& workload, const std::vector<const Row*>& rows) {
+    const double mult = benchmark::GetTimeUnitMultiplier(rows.front()->unit);
+    char line[512];
+    std::snprintf(line, sizeof line, "\n%-32s %10s %10s %10s  ratio to:", workload.c_str(), "median", "min", "max");
+    out << line;
+    for (const Row* other : rows) out << " " << std::setw(14) << other->system;
+    out << "\n";
+    for (const Row* row : rows) {
+      if (!row->error.empty()) {
+        out << "  " << std::left << std::setw(30) << row->system << std::right << " FAILED: " << row->error << "\n";
+        continue;
+      }
+      std::snprintf(line, sizeof line, "  %-30s %7.3g %-2s %7.3g %-2s %7.3g %-2s           ", row->system.c_str(),
+                    row->median * mult, benchmark::GetTimeUnitString(row->unit), row->min * mult,
+                    benchmark::GetTimeUnitString(row->unit), row->max * mult, benchmark::GetTimeUnitString(row->unit));
+      out << line;
+      for (const Row* other : rows) {
+        if (other->error.empty()) std::snprintf(line, sizeof line, " %13.3gx", row->median / other->median);
+        else std::snprintf(line, sizeof line, " %14s", "-");
+        out << line;
+      }
+      out << "\n";
+    }
+  }
+
+  std::map<std::pair<std::string, std::string>, Row> rows_;
 };
 
 // OpenBLAS reads OPENBLAS_CORETYPE as it loads, before main: here it can only be reported.
@@ -88,6 +124,20 @@ void configure_openblas() {
   std::fflush(stdout);
 }
 
+void configure_peers() {
+#ifdef LAZYJIT_BENCH_HAVE_TORCH
+  bench::torch_setup();
+#else
+  std::printf("PyTorch: not built in, its rows are left out (install libtorch-dev: scripts/setup.sh --peers)\n");
+#endif
+#ifdef LAZYJIT_BENCH_HAVE_EIGEN
+  bench::eigen_setup();
+#else
+  std::printf("Eigen: not built in, its rows are left out (install libeigen3-dev: scripts/setup.sh --peers)\n");
+#endif
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -95,7 +145,8 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   configure_openblas();
-  RatioReporter reporter(isatty(STDOUT_FILENO) ? benchmark::ConsoleReporter::OO_Color
+  configure_peers();
+  TableReporter reporter(isatty(STDOUT_FILENO) ? benchmark::ConsoleReporter::OO_Color
                                                : benchmark::ConsoleReporter::OO_None);
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();

@@ -14,21 +14,18 @@
 
 #include "bench_rows.h"
 #include "hand_loops.h"
+#include "workloads.h"
+
+namespace bench::gemm {
+
+const std::vector<float>& a_data() { return random_data(kDim * kDim, 45, -1.0f, 1.0f); }
+const std::vector<float>& b_data() { return random_data(kDim * kDim, 46, -1.0f, 1.0f); }
+const std::vector<float>& x_data() { return random_data(kBatch * kDim, 47, -1.0f, 1.0f); }
+const std::vector<float>& bias_data() { return random_data(kDim, 48, -1.0f, 1.0f); }
 
 namespace {
-
-using lazyjit::Tensor;
-
-constexpr int64_t kDim = 1024;   // matmul m = n = k; linear_relu in and out features
-constexpr int64_t kBatch = 512;  // linear_relu rows
-
-const std::vector<float>& a_data() { return bench::random_data(kDim * kDim, 45, -1.0f, 1.0f); }
-const std::vector<float>& b_data() { return bench::random_data(kDim * kDim, 46, -1.0f, 1.0f); }
-const std::vector<float>& x_data() { return bench::random_data(kBatch * kDim, 47, -1.0f, 1.0f); }
-const std::vector<float>& bias_data() { return bench::random_data(kDim, 48, -1.0f, 1.0f); }
-
 // a[m, k] @ b[k, n], then max(. + bias, 0) when bias is given.
-bench::Reference gemm_ref(const float* a, const float* b, const float* bias, int64_t m, int64_t n, int64_t k) {
+Reference gemm_ref(const float* a, const float* b, const float* bias, int64_t m, int64_t n, int64_t k) {
   return {m * n,
           [=](int64_t i) {
             const int64_t r = i / n, c = i % n;
@@ -38,10 +35,19 @@ bench::Reference gemm_ref(const float* a, const float* b, const float* bias, int
           },
           1e-3, 1e-4};
 }
-bench::Reference matmul_ref() { return gemm_ref(a_data().data(), b_data().data(), nullptr, kDim, kDim, kDim); }
-bench::Reference linear_relu_ref() {
+}  // namespace
+
+Reference matmul_ref() { return gemm_ref(a_data().data(), b_data().data(), nullptr, kDim, kDim, kDim); }
+Reference linear_relu_ref() {
   return gemm_ref(x_data().data(), b_data().data(), bias_data().data(), kBatch, kDim, kDim);
 }
+
+}  // namespace bench::gemm
+
+namespace {
+
+using lazyjit::Tensor;
+using namespace bench::gemm;
 
 // Shown as FLOP=123G/s: floating-point operations per second of real time.
 void set_flops(benchmark::State& state, int64_t m) {

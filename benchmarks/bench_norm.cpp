@@ -10,19 +10,15 @@
 
 #include "bench_rows.h"
 #include "hand_loops.h"
+#include "workloads.h"
 
-namespace {
+namespace bench::norm {
 
-using lazyjit::Tensor;
+const std::vector<float>& x_data() { return random_data(kN, 42, -4.0f, 4.0f); }
+const std::vector<float>& gamma_data() { return random_data(kCols, 43, 0.5f, 1.5f); }
+const std::vector<float>& beta_data() { return random_data(kCols, 44, -0.5f, 0.5f); }
 
-constexpr int64_t kRows = 4096, kCols = 1024, kN = kRows * kCols;
-constexpr float kEps = 1e-5f;
-
-const std::vector<float>& x_data() { return bench::random_data(kN, 42, -4.0f, 4.0f); }
-const std::vector<float>& gamma_data() { return bench::random_data(kCols, 43, 0.5f, 1.5f); }
-const std::vector<float>& beta_data() { return bench::random_data(kCols, 44, -0.5f, 0.5f); }
-
-bench::Reference softmax_ref() {
+Reference softmax_ref() {
   const float* x = x_data().data();
   return {kN,
           [x](int64_t i) {
@@ -35,7 +31,7 @@ bench::Reference softmax_ref() {
           1e-9, 1e-4};
 }
 
-bench::Reference layer_norm_ref() {
+Reference layer_norm_ref() {
   const float *x = x_data().data(), *gamma = gamma_data().data(), *beta = beta_data().data();
   return {kN,
           [=](int64_t i) {
@@ -50,6 +46,13 @@ bench::Reference layer_norm_ref() {
           },
           1e-4, 1e-4};
 }
+
+}  // namespace bench::norm
+
+namespace {
+
+using lazyjit::Tensor;
+using namespace bench::norm;
 
 void set_bytes(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * kN * 2 * int64_t{sizeof(float)});

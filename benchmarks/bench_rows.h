@@ -5,6 +5,7 @@
 #include <benchmark/benchmark.h>
 #include <lazyjit/lazyjit.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <exception>
@@ -82,8 +83,17 @@ void run_peer(benchmark::State& state, const Reference& ref, Peer peer) {
   }
 }
 
+/// Aggregates of the repetitions beside Google Benchmark's mean, median and stddev.
+inline double min_of(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
+inline double max_of(const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); }
+
 }  // namespace bench
 
-/// Registers a row: real time, five repetitions, medians shown (the ratio table reads them).
+/// Appended to a registration: five repetitions; aggregates shown, median, min and max among
+/// them (the table of bench_main.cpp reads those three).
+#define LAZYJIT_BENCH_REPEATED \
+  ->Repetitions(5)->DisplayAggregatesOnly(true)->ComputeStatistics("min", bench::min_of)->ComputeStatistics("max", bench::max_of)
+
+/// Registers a row timed in real time.
 #define LAZYJIT_BENCH(fn, unit, min_time) \
-  BENCHMARK(fn)->UseRealTime()->Unit(unit)->MinTime(min_time)->Repetitions(5)->DisplayAggregatesOnly(true)
+  BENCHMARK(fn)->UseRealTime()->Unit(unit)->MinTime(min_time) LAZYJIT_BENCH_REPEATED

@@ -1,0 +1,38 @@
+// The inputs and references of the workloads, defined beside their lazyjit rows, for the
+// peers' rows in other files.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "bench_rows.h"
+
+namespace bench {
+
+namespace ew {  // bench_elementwise.cpp: float32[n]
+const std::vector<float>& input(int64_t n);
+Reference simple_ref(int64_t n);         ///< relu(x*1.5+0.25)*0.5 + x
+Reference transcendental_ref(int64_t n);  ///< sigmoid(x)*tanh(x*0.5+1) + x*x
+}  // namespace ew
+
+namespace norm {  // bench_norm.cpp: over the last dim of float32[kRows, kCols]
+inline constexpr int64_t kRows = 4096, kCols = 1024, kN = kRows * kCols;
+inline constexpr float kEps = 1e-5f;
+const std::vector<float>& x_data();
+const std::vector<float>& gamma_data();
+const std::vector<float>& beta_data();
+Reference softmax_ref();
+Reference layer_norm_ref();
+}  // namespace norm
+
+namespace gemm {  // bench_matmul.cpp: matmul a[kDim, kDim] @ b; linear_relu relu(x[kBatch, kDim] @ b + bias)
+inline constexpr int64_t kDim = 1024, kBatch = 512;
+const std::vector<float>& a_data();
+const std::vector<float>& b_data();
+const std::vector<float>& x_data();
+const std::vector<float>& bias_data();
+Reference matmul_ref();
+Reference linear_relu_ref();
+}  // namespace gemm
+
+}  // namespace bench
