@@ -29,16 +29,16 @@ enum class KernelKind : uint8_t {
 /// What the runtime needs to launch one kernel of a lowered graph, and what its emitter
 /// needs to write it. Node numbers index graph.nodes.
 struct KernelSpec {
-  std::string symbol;               ///< the function's name in the compiled module
+  std::string symbol = {};          ///< the function's name in the compiled module
   KernelKind kind = KernelKind::Elementwise;
   int domain = -1;                  ///< the node whose shape is iterated (matmul: the product)
-  std::vector<int> reduced;         ///< Rows: dims of the domain folded within a row, ascending
-  std::vector<int> stages;          ///< Rows: reduction nodes computed per row, in post-order
-  std::vector<int> results;         ///< the results this kernel writes
-  std::vector<int> temps;           ///< the temporary buffers this kernel writes
+  std::vector<int> reduced = {};    ///< Rows: dims of the domain folded within a row, ascending
+  std::vector<int> stages = {};     ///< Rows: reduction nodes computed per row, in post-order
+  std::vector<int> results = {};    ///< the results this kernel writes
+  std::vector<int> temps = {};      ///< the temporary buffers this kernel writes
   bool collapsed = false;           ///< leaves and elementwise ops only: the collapsed loop nest
-  std::vector<int> reads;           ///< parameter slots the kernel reads
-  std::vector<int> direct_reads;    ///< of those, the ones read only at the element being written
+  std::vector<int> reads = {};      ///< parameter slots the kernel reads
+  std::vector<int> direct_reads = {};  ///< of those, the ones read only at the element being written
 };
 
 /// A buffer the runtime allocates for one run of the graph, for values kernels pass on.
