@@ -69,9 +69,9 @@ class JitCompiler {
   /// Text of a compile's intermediate forms, for dumps.
   struct Artifacts {
     bool with_text = false;  ///< also fill optimized_ir and assembly (an extra codegen pass)
-    std::string optimized_ir;
-    std::string assembly;
-    std::string object;  ///< the relocatable object the JIT loaded (for the disk cache)
+    std::string optimized_ir = {};
+    std::string assembly = {};
+    std::string object = {};  ///< the relocatable object the JIT loaded (for the disk cache)
   };
 
   /// Optimises `lowered`, compiles it into the JIT and resolves its kernels. Errors carry
