@@ -27,6 +27,16 @@ void BM_mlp_train_step_lazyjit(benchmark::State& state) {
   }
 }
 
+void BM_mlp_train_step_hand(benchmark::State& state) {
+  bench::mlp::HandMlp model;
+  std::vector<double> losses;
+  for (int i = 0; i < bench::mlp::kCheckSteps; ++i) losses.push_back(model.step());
+  const std::string err = bench::mlp::check_losses(losses);
+  if (!err.empty()) return state.SkipWithError(err.c_str());
+  for (auto _ : state) model.step();
+}
+
 }  // namespace
 
 LAZYJIT_BENCH(BM_mlp_train_step_lazyjit, benchmark::kMillisecond, 0.3);
+LAZYJIT_BENCH(BM_mlp_train_step_hand, benchmark::kMillisecond, 0.3);

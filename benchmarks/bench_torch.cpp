@@ -1,15 +1,22 @@
 // PyTorch peers (libtorch's C++ API): eager on the CPU (torch_eager) and Lazy Tensor Core with
 // its TorchScript backend (torch_lazy), the same code on the two devices; each row checks its
-// result, then times the ops and, on the lazy device, the step barrier that runs them.
+// result, then times the ops and, on the lazy device, the step barrier that runs them. The
+// compile_time rows time LTC's first step of a workload in a fresh process (this binary re-run).
 #include <benchmark/benchmark.h>
 #include <torch/csrc/lazy/backend/backend_device.h>
 #include <torch/csrc/lazy/core/lazy_graph_executor.h>
 #include <torch/csrc/lazy/ts_backend/ts_backend_impl.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -24,6 +31,7 @@ namespace bench {
 void torch_setup() {
   torch::set_num_threads(kHandThreads);
   torch::lazy::InitTorchScriptBackend();
+  if (std::getenv(kColdStepEnv)) return;  // a compile_time child: its stdout is the result
   const char* capability = std::getenv("ATEN_CPU_CAPABILITY");
   std::printf("PyTorch %s: %d threads; ATEN_CPU_CAPABILITY=%s; Lazy Tensor Core on the TorchScript backend\n",
               TORCH_VERSION, torch::get_num_threads(), capability ? capability : "(unset: the best the CPU has)");
@@ -115,40 +123,97 @@ void trace_overhead(benchmark::State& state, const torch::Device& device) {
 }
 
 // The MLP with autograd and SGD in place, as a PyTorch user writes it.
-void mlp_train_step(benchmark::State& state, const torch::Device& device) {
-  using namespace bench::mlp;
-  try {
+class TorchMlp {
+ public:
+  explicit TorchMlp(const torch::Device& device) : device_(device) {
+    using namespace bench::mlp;
     const Params p = initial_params();
-    const torch::Tensor x = tensor(inputs(), {kBatch, kIn}, device);
-    const torch::Tensor labels = torch::argmax(tensor(one_hot(), {kBatch, kOut}, torch::kCPU), 1).to(device);
-    std::vector<torch::Tensor> params = {
-        tensor(p.w1, {kIn, kHidden}, device),     tensor(p.b1, {kHidden}, device),
-        tensor(p.w2, {kHidden, kHidden}, device), tensor(p.b2, {kHidden}, device),
-        tensor(p.w3, {kHidden, kOut}, device),    tensor(p.b3, {kOut}, device)};
-    for (torch::Tensor& t : params) t.requires_grad_(true);
-    auto step = [&] {
-      const torch::Tensor h1 = torch::relu(torch::addmm(params[1], x, params[0]));
-      const torch::Tensor h2 = torch::relu(torch::addmm(params[3], h1, params[2]));
-      torch::Tensor loss = torch::nn::functional::cross_entropy(torch::addmm(params[5], h2, params[4]), labels);
-      loss.backward();
-      {
-        const torch::NoGradGuard no_grad;
-        for (torch::Tensor& t : params) {
-          t.sub_(t.grad() * kLr);
-          t.mutable_grad().reset();
-        }
+    x_ = tensor(inputs(), {kBatch, kIn}, device);
+    labels_ = torch::argmax(tensor(one_hot(), {kBatch, kOut}, torch::kCPU), 1).to(device);
+    params_ = {tensor(p.w1, {kIn, kHidden}, device),     tensor(p.b1, {kHidden}, device),
+               tensor(p.w2, {kHidden, kHidden}, device), tensor(p.b2, {kHidden}, device),
+               tensor(p.w3, {kHidden, kOut}, device),    tensor(p.b3, {kOut}, device)};
+    for (torch::Tensor& t : params_) t.requires_grad_(true);
+  }
+
+  /// One SGD step; returns the loss before it.
+  torch::Tensor step() {
+    const torch::Tensor h1 = torch::relu(torch::addmm(params_[1], x_, params_[0]));
+    const torch::Tensor h2 = torch::relu(torch::addmm(params_[3], h1, params_[2]));
+    torch::Tensor loss = torch::nn::functional::cross_entropy(torch::addmm(params_[5], h2, params_[4]), labels_);
+    loss.backward();
+    {
+      const torch::NoGradGuard no_grad;
+      for (torch::Tensor& t : params_) {
+        t.sub_(t.grad() * bench::mlp::kLr);
+        t.mutable_grad().reset();
       }
-      mark_step(device);
-      return loss;
-    };
+    }
+    mark_step(device_);
+    return loss;
+  }
+
+ private:
+  torch::Device device_;
+  torch::Tensor x_, labels_;
+  std::vector<torch::Tensor> params_;
+};
+
+void mlp_train_step(benchmark::State& state, const torch::Device& device) {
+  try {
+    TorchMlp model(device);
     std::vector<double> losses;
-    for (int i = 0; i < kCheckSteps; ++i) losses.push_back(step().item<float>());
-    const std::string err = check_losses(losses);
+    for (int i = 0; i < bench::mlp::kCheckSteps; ++i) losses.push_back(model.step().item<float>());
+    const std::string err = bench::mlp::check_losses(losses);
     if (!err.empty()) return state.SkipWithError(err.c_str());
-    for (auto _ : state) step();
+    for (auto _ : state) model.step();
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
   }
+}
+
+// compile_time: the steps of bench_compile.cpp's rows (ew_simple, softmax and matmul on
+// [1024, 1024], mlp_train_step), each ending with the step barrier.
+std::function<void()> compile_step(const std::string& workload, const torch::Device& device) {
+  if (workload == "mlp_train_step") return [mlp = std::make_shared<TorchMlp>(device)] { mlp->step(); };
+  std::function<torch::Tensor(const torch::Tensor&)> f;
+  if (workload == "ew_simple") f = [](const torch::Tensor& x) { return torch::relu(x * 1.5 + 0.25) * 0.5 + x; };
+  if (workload == "softmax") f = [](const torch::Tensor& x) { return torch::softmax(x, -1); };
+  if (workload == "matmul") f = [](const torch::Tensor& x) { return torch::matmul(x, x); };
+  if (!f) throw std::invalid_argument("no compile_time step " + workload);
+  return [f, device, x = tensor(bench::ew::input(1 << 20), {1024, 1024}, device)] {
+    const torch::Tensor y = f(x);
+    mark_step(device);
+  };
+}
+
+double seconds(const std::function<void()>& step) {
+  const auto start = std::chrono::steady_clock::now();
+  step();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Iteration time: cold - steady, read from a fresh process (bench::torch_lazy_cold_step);
+// settle_seconds: how much longer the next steps take than steady ones.
+void compile_time_torch_lazy(benchmark::State& state, const std::string& workload) {
+  const std::string command = std::string(bench::kColdStepEnv) + "=" + workload + " '" +
+                              std::filesystem::read_symlink("/proc/self/exe").string() + "'";
+  double settle_seconds = 0;
+  for (auto _ : state) {
+    FILE* child = popen(command.c_str(), "r");
+    char line[512] = "";
+    double cold = 0, steady = 0, settle = 0;
+    const bool read = child && std::fgets(line, sizeof line, child) &&
+                      std::sscanf(line, "%lf %lf %lf", &cold, &steady, &settle) == 3;
+    const int status = child ? pclose(child) : -1;
+    if (!read || status != 0) {
+      state.SkipWithError(("fresh process (" + command + ") failed: " + line).c_str());
+      break;
+    }
+    state.SetIterationTime(cold - steady);
+    settle_seconds += settle;
+  }
+  state.counters["settle_seconds"] = benchmark::Counter(settle_seconds, benchmark::Counter::kAvgIterations);
 }
 
 #define TORCH_ROWS(workload)                                                            \
@@ -163,7 +228,41 @@ TORCH_ROWS(linear_relu)
 TORCH_ROWS(trace_overhead)
 TORCH_ROWS(mlp_train_step)
 
+#define COMPILE_TIME_ROW(workload) \
+  void BM_compile_time_##workload##_torch_lazy(benchmark::State& s) { compile_time_torch_lazy(s, #workload); }
+COMPILE_TIME_ROW(ew_simple)
+COMPILE_TIME_ROW(softmax)
+COMPILE_TIME_ROW(matmul)
+COMPILE_TIME_ROW(mlp_train_step)
+
 }  // namespace
+
+namespace bench {
+
+int torch_lazy_cold_step(const std::string& workload) {
+  constexpr int kSettleSteps = 5, kSteadySteps = 5;
+  try {
+    torch_setup();
+    compile_step(workload, kEager)();  // ATen's kernels, the threads and the allocator warm
+    torch::Tensor unrelated = tensor({1.0f}, {1}, kLazy) + 1.0;
+    mark_step(kLazy);  // LTC's start-up, on the process's first graph
+    const std::function<void()> step = compile_step(workload, kLazy);
+    const double cold = seconds(step);
+    double settle = 0;  // TorchScript's profiling executor optimises the graph on its next runs
+    for (int i = 0; i < kSettleSteps; ++i) settle += seconds(step);
+    std::vector<double> steady(kSteadySteps);
+    for (double& t : steady) t = seconds(step);
+    std::nth_element(steady.begin(), steady.begin() + kSteadySteps / 2, steady.end());
+    const double median = steady[kSteadySteps / 2];
+    std::printf("%.9g %.9g %.9g\n", cold, median, settle - kSettleSteps * median);
+    return 0;
+  } catch (const std::exception& e) {
+    std::printf("%s\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace bench
 
 // Both rows of a workload; the optional last argument is appended to each (->Arg(n)).
 #define TORCH_BENCH(workload, unit, min_time, ...)                      \
@@ -178,3 +277,12 @@ TORCH_BENCH(matmul, benchmark::kMillisecond, 0.3);
 TORCH_BENCH(linear_relu, benchmark::kMillisecond, 0.3);
 TORCH_BENCH(trace_overhead, benchmark::kMicrosecond, 0.1);
 TORCH_BENCH(mlp_train_step, benchmark::kMillisecond, 0.3);
+
+// As bench_compile.cpp's rows; each iteration is a fresh process.
+#define COMPILE_TIME_BENCH(workload)                                                                               \
+  BENCHMARK(BM_compile_time_##workload##_torch_lazy)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(2) \
+      LAZYJIT_BENCH_REPEATED
+COMPILE_TIME_BENCH(ew_simple);
+COMPILE_TIME_BENCH(softmax);
+COMPILE_TIME_BENCH(matmul);
+COMPILE_TIME_BENCH(mlp_train_step);

@@ -46,9 +46,8 @@ void tile(const float* a, int64_t lda, const float* panel, int64_t kc, float* c,
 using TileFn = void (*)(const float*, int64_t, const float*, int64_t, float*, int64_t, __mmask32, bool);
 constexpr TileFn kTiles[kMr + 1] = {nullptr, tile<1>, tile<2>, tile<3>, tile<4>, tile<5>, tile<6>};
 
-}  // namespace
-
-void sgemm(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k) {
+// c (+)= a @ b; see sgemm and sgemm_add.
+void gemm(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k, bool accumulate) {
   // Panel p holds b[0..k, 32p..32p+32) row after row, zero-padded past column n.
   const int64_t panels = (n + kNr - 1) / kNr;
   const auto packed = std::make_unique_for_overwrite<float[]>(panels * k * kNr);
@@ -71,23 +70,36 @@ void sgemm(const float* a, const float* b, float* c, int64_t m, int64_t n, int64
         for (int64_t t = tb; t < te; ++t) {
           const int64_t i = t * kMr;
           kTiles[std::min(kMr, m - i)](a + i * k + k0, k, &packed[(p * k + k0) * kNr], kc, c + i * n + p * kNr, n, mask,
-                                       k0 > 0);
+                                       accumulate || k0 > 0);
         }
       }
     }
   });
 }
+
+}  // namespace
 #else
-void sgemm(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k) {
+namespace {
+
+void gemm(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k, bool accumulate) {
   parallel(m, [=](int64_t ib, int64_t ie) {
     for (int64_t i = ib; i < ie; ++i) {
       float* ci = c + i * n;
-      std::fill_n(ci, n, 0.0f);
+      if (!accumulate) std::fill_n(ci, n, 0.0f);
       for (int64_t kk = 0; kk < k; ++kk)
         for (int64_t j = 0; j < n; ++j) ci[j] += a[i * k + kk] * b[kk * n + j];
     }
   });
 }
+
+}  // namespace
 #endif
+
+void sgemm(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k) {
+  gemm(a, b, c, m, n, k, /*accumulate=*/false);
+}
+void sgemm_add(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k) {
+  gemm(a, b, c, m, n, k, /*accumulate=*/true);
+}
 
 }  // namespace bench

@@ -38,6 +38,8 @@ void bias_relu(float* out, const float* bias, int64_t rows, int64_t cols);
 /// c[m, n] = a[m, k] @ b[k, n], all row-major (hand_gemm.cpp): a 6x32 register-tiled
 /// AVX-512 kernel over 32-wide packed panels of b; a plain loop without AVX-512.
 void sgemm(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k);
+/// c[m, n] += a[m, k] @ b[k, n], as sgemm.
+void sgemm_add(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k);
 
 /// Ops in trace_peer: 1000 alternating `+= 1.0f` / `*= 0.999f`.
 inline constexpr int kTraceOps = 1000;

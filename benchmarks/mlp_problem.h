@@ -1,6 +1,7 @@
 // The mlp_train_step problem every system runs: an MLP 784-512-512-10 with relu, batch 256,
 // softmax cross-entropy and SGD in place, from fixed inputs, labels and initial weights; the
-// check its losses must pass; and the lazyjit step (backward written with lazyjit ops).
+// check its losses must pass; the lazyjit step (backward written with lazyjit ops) and the
+// hand-written one.
 #pragma once
 
 #include <lazyjit/lazyjit.h>
@@ -120,6 +121,22 @@ struct LazyMlp {
     lazyjit::mark_step();
     return loss;
   }
+};
+
+/// The model on the hand sgemm and two-thread oneTBB loops: LazyMlp::step's forward, backward
+/// and SGD, with each transposed operand copied into a scratch buffer (step: hand_mlp.cpp).
+struct HandMlp {
+  Params p = initial_params();
+  const std::vector<float>& x = inputs();
+  const std::vector<float> y = one_hot();
+  std::vector<float> h1 = std::vector<float>(kBatch * kHidden), h2 = h1, dh1 = h1, dh2 = h1;
+  std::vector<float> logits = std::vector<float>(kBatch * kOut), dlogits = logits;
+  std::vector<float> row_loss = std::vector<float>(kBatch);
+  std::vector<float> w2t = std::vector<float>(kHidden * kHidden), w3t = std::vector<float>(kOut * kHidden);
+  std::vector<float> scaled_t = std::vector<float>(kIn * kBatch);  ///< -kLr * (x, h1 or h2)^T
+
+  /// One SGD step; returns the loss before it.
+  float step();
 };
 
 }  // namespace bench::mlp

@@ -415,6 +415,27 @@ TEST(JitCompilerTest, CompilesAndRunsALoweredGraph) {
   }
 }
 
+TEST(JitCompilerTest, KernelsCompiledInPartsReloadFromTheirBundle) {
+  TestGraph g(4, 9, -2.0);
+  lowering::LoweredGraph lowered = lowering::lower_graph(g.graph);
+  lowering::KernelPlan plan = lowered.plan;
+  JitCompiler::Artifacts artifacts{.with_text = true};
+  absl::StatusOr<std::shared_ptr<const CompiledGraph>> code = jit().compile(std::move(lowered), &artifacts);
+  ASSERT_TRUE(code.ok()) << code.status();
+  // Each kernel's code is in the dumps, whichever part compiled it.
+  for (const lowering::KernelSpec& kernel : plan.kernels) {
+    EXPECT_THAT(artifacts.assembly, HasSubstr(kernel.symbol + ":"));
+    EXPECT_THAT(artifacts.optimized_ir, HasSubstr("define void @" + kernel.symbol + "("));
+  }
+  absl::StatusOr<std::shared_ptr<const CompiledGraph>> reloaded = jit().load(plan, artifacts.object);
+  ASSERT_TRUE(reloaded.ok()) << reloaded.status();
+  expect_matches_interpreter(g.graph, run(g.graph, **reloaded));
+
+  absl::StatusOr<std::shared_ptr<const CompiledGraph>> cut = jit().load(plan, artifacts.object.substr(0, 20));
+  ASSERT_FALSE(cut.ok());
+  EXPECT_THAT(std::string(cut.status().message()), HasSubstr("not a lazyjit object bundle"));
+}
+
 TEST(JitCompilerTest, CodeReadsSizesFromTheShapeTable) {
   TestGraph small(3, 5, 1.5);
   TestGraph large(40, 33, -0.75);
