@@ -292,6 +292,7 @@ TEST(ViewTest, EveryViewMatchesInterpreterForEveryDtype) {
     expect_matches(slice(x, 0, -3, 100), "slice clamped " + d);
     expect_matches(slice(x, 1, 2, 1), "slice empty " + d);
     expect_matches(cat({x, y, x}, 1), "cat " + d);
+    expect_matches(cat({slice(x, 1, 0, 0), y, slice(x, 1, 3, 3)}, 1), "cat with empty parts " + d);
     expect_matches(squeeze(unsqueeze(x, -1), 3), "squeeze/unsqueeze " + d);
     expect_matches(unsqueeze(x, 0), "unsqueeze " + d);
   }

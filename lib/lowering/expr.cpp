@@ -235,8 +235,10 @@ Value* ExprEmitter::view(int node, const Index& index) {
       for (size_t k = 0; k < parts.size(); ++k) {
         Value* size = dim(parts[k], static_cast<int>(d));
         Value* local = b_.CreateSub(dims[d], start);
-        Value* clamped = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, local, i64(0)),
-                                                  b_.CreateSub(size, i64(1)));
+        // In [0, size): an empty part (size 0) is read at 0, which its buffer's minimum
+        // allocation covers, and never selected.
+        Value* clamped = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax,
+                                                  b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, local, b_.CreateSub(size, i64(1))), i64(0));
         Index in{dims, nullptr};
         in.dims[d] = graph_.nodes[parts[k]]->shape()[d] == 1 ? i64(0) : clamped;
         Value* v = at(parts[k], in);

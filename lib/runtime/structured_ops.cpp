@@ -336,6 +336,14 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     }
     x = ir::make_cast(std::move(x), dtype);
   }
+  if (auto checked = ir::structured_result(OpKind::Cat, operands, {d}, nullptr); !checked.ok()) {
+    throw Error(std::string(checked.status().message()));
+  }
+  // Parts with nothing along dim add nothing (PyTorch accepts them): drop them, keeping one.
+  const auto empty = [&](const ir::NodePtr& x) { return x->shape()[d] == 0; };
+  if (!std::all_of(operands.begin(), operands.end(), empty)) {
+    operands.erase(std::remove_if(operands.begin(), operands.end(), empty), operands.end());
+  }
   if (operands.size() == 1) return pending(std::move(operands[0]));
   return pending(check(ir::make_structured(OpKind::Cat, std::move(operands), {d})));
 }
