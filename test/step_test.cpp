@@ -195,6 +195,44 @@ TEST(StepTest, WeightUpdatesKeepTheirDonationsNextToAForwardPass) {
   }
 }
 
+TEST(StepTest, MatmulUpdatesDonateOnlyWhereTheyCanAndStayCorrect) {
+  // x = x @ w reads whole rows of x while it writes: x's buffer must not be donated to it.
+  const int64_t n = 100;  // several row blocks and column panels
+  std::vector<float> xv(n * n), wv(n * n);
+  for (int64_t i = 0; i < n * n; ++i) xv[i] = static_cast<float>((i * 7) % 11) - 5.0f, wv[i] = static_cast<float>((i * 3) % 5) * 0.1f;
+  Tensor x = Tensor::from_vector<float>(xv, {n, n});
+  const Tensor w = Tensor::from_vector<float>(wv, {n, n});
+  x = matmul(x, w);
+  mark_step();
+  const std::vector<float> got = x.to_vector<float>();
+  for (int64_t i = 0; i < n; i += 13) {
+    for (int64_t j = 0; j < n; j += 7) {
+      double want = 0;
+      for (int64_t k = 0; k < n; ++k) want += double{xv[i * n + k]} * wv[k * n + j];
+      EXPECT_NEAR(got[i * n + j], want, 1e-3) << i << "," << j;
+    }
+  }
+
+  // A weight update whose gradient is a product fuses into the product's epilogue and
+  // still writes the weight in place: one donation per weight, no new bytes once warm.
+  Tensor v = Tensor::from_vector<float>(std::vector<float>(64 * 32, 0.5f), {64, 32});
+  const Tensor a = Tensor::from_vector<float>(std::vector<float>(64 * 16, 1.0f), {64, 16});
+  const Tensor g = Tensor::from_vector<float>(std::vector<float>(16 * 32, 0.25f), {16, 32});
+  const void* v_buffer = nullptr;
+  int64_t bytes = 0;
+  for (int step = 0; step < 4; ++step) {
+    const int64_t donations = metrics().donations;
+    v -= 0.125 * matmul(a, g);  // each step subtracts 0.125 * 16 * 0.25 = 0.5
+    mark_step();
+    EXPECT_EQ(metrics().donations - donations, 1) << "step " << step;
+    if (step == 0) v_buffer = buffer_of(v);
+    EXPECT_EQ(buffer_of(v), v_buffer);
+    if (step == 1) bytes = metrics().bytes_allocated;
+    EXPECT_FLOAT_EQ(v.to_vector<float>()[37], 0.5f - 0.5f * static_cast<float>(step + 1));
+  }
+  EXPECT_EQ(metrics().bytes_allocated, bytes);
+}
+
 }  // namespace
 }  // namespace lazyjit
 

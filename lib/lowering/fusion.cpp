@@ -234,6 +234,13 @@ class Planner {
       }
       if (only_at_element) spec.direct_reads.push_back(slot);
     }
+    if (spec.kind == KernelKind::Matmul) {  // a left operand in a parameter's buffer is read in place, whole rows
+      const int slot = graph_.parameter_slot[graph_.operands[spec.domain][0]];
+      if (slot >= 0) {
+        if (std::find(spec.reads.begin(), spec.reads.end(), slot) == spec.reads.end()) spec.reads.push_back(slot);
+        std::erase(spec.direct_reads, slot);
+      }
+    }
   }
 
   const ir::Graph& graph_;
