@@ -7,7 +7,7 @@ import json
 import sys
 
 FAMILIES = ("lazyjit", "hand", "openblas", "torch", "eigen")  # as kSystemFamilies in bench_main.cpp
-COUNTERS = ("compiles", "compile_seconds", "time_per_op")  # user counters copied to the CSV (from the median)
+COUNTERS = ("compiles", "compile_seconds", "settle_seconds", "time_per_op")  # user counters copied to the CSV (from the median)
 
 
 def split_name(run_name):

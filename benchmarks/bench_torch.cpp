@@ -207,7 +207,7 @@ void compile_time_torch_lazy(benchmark::State& state, const std::string& workloa
                       std::sscanf(line, "%lf %lf %lf", &cold, &steady, &settle) == 3;
     const int status = child ? pclose(child) : -1;
     if (!read || status != 0) {
-      state.SkipWithError(("fresh process (" + command + ") failed: " + line).c_str());
+      state.SkipWithError(("fresh process (" + command + ") exited " + std::to_string(status) + ": " + line).c_str());
       break;
     }
     state.SetIterationTime(cold - steady);
