@@ -1,5 +1,5 @@
 // Eigen peer: the Tensor module's expressions on a ThreadPoolDevice of kHandThreads threads,
-// compiled -O3 -march=native (no fast-math); softmax reductions forced with eval().
+// compiled -O3 -march=native (no fast-math); softmax and layer_norm reductions forced with eval().
 #define EIGEN_USE_THREADS
 #include <benchmark/benchmark.h>
 
@@ -62,6 +62,22 @@ void BM_softmax_eigen(benchmark::State& state) {
   });
 }
 
+// Two passes as Eigen writes it: y = x - mean(x); then y * rsqrt(mean(y^2) + eps) * gamma + beta.
+void BM_layer_norm_eigen(benchmark::State& state) {
+  using namespace bench::norm;
+  const In<2> x(x_data().data(), kRows, kCols);
+  const In<2> gamma(gamma_data().data(), 1, kCols), beta(beta_data().data(), 1, kCols);
+  const Eigen::array<Eigen::Index, 1> last{1};
+  const Eigen::array<Eigen::Index, 2> column{kRows, 1}, across{1, kCols}, down{kRows, 1};
+  bench::run_peer(state, layer_norm_ref(), [&](float* out) {
+    Out<2> y(out, kRows, kCols);
+    y.device(device()) = x - x.mean(last).eval().reshape(column).broadcast(across);
+    y.device(device()) = y * (y.square().mean(last) + kEps).rsqrt().eval().reshape(column).broadcast(across) *
+                             gamma.broadcast(down) +
+                         beta.broadcast(down);
+  });
+}
+
 void BM_matmul_eigen(benchmark::State& state) {
   using namespace bench::gemm;
   const In<2> a(a_data().data(), kDim, kDim), b(b_data().data(), kDim, kDim);
@@ -76,4 +92,5 @@ LAZYJIT_BENCH(BM_ew_simple_eigen, benchmark::kMillisecond, 0.2)->Arg(1 << 24);
 LAZYJIT_BENCH(BM_ew_simple_eigen, benchmark::kMicrosecond, 0.1)->Arg(1 << 16);
 LAZYJIT_BENCH(BM_ew_transcendental_eigen, benchmark::kMillisecond, 0.3)->Arg(1 << 24);
 LAZYJIT_BENCH(BM_softmax_eigen, benchmark::kMillisecond, 0.2);
+LAZYJIT_BENCH(BM_layer_norm_eigen, benchmark::kMillisecond, 0.2);
 LAZYJIT_BENCH(BM_matmul_eigen, benchmark::kMillisecond, 0.3);

@@ -1,10 +1,12 @@
 // PyTorch peers (libtorch's C++ API): eager on the CPU (torch_eager) and Lazy Tensor Core with
 // its TorchScript backend (torch_lazy), the same code on the two devices; each row checks its
 // result, then times the ops and, on the lazy device, the step barrier that runs them. The
-// compile_time rows time LTC's first step of a workload in a fresh process (this binary re-run).
+// compile_time rows time LTC's first step of a workload in a fresh process (this binary re-run);
+// the recompiles row counts LTC's compiles over batch sizes 1..64 after emptying its cache.
 #include <benchmark/benchmark.h>
 #include <torch/csrc/lazy/backend/backend_device.h>
 #include <torch/csrc/lazy/core/lazy_graph_executor.h>
+#include <torch/csrc/lazy/core/metrics.h>
 #include <torch/csrc/lazy/ts_backend/ts_backend_impl.h>
 #include <torch/torch.h>
 
@@ -216,6 +218,59 @@ void compile_time_torch_lazy(benchmark::State& state, const std::string& workloa
   state.counters["settle_seconds"] = benchmark::Counter(settle_seconds, benchmark::Counter::kAvgIterations);
 }
 
+// recompiles: bench_compile.cpp's program, relu(x @ w + b) for x[batch, 128], w[128, 64] at
+// batch 1..64, each batch ended with the step barrier, from an emptied LTC computation cache
+// (LazyGraphExecutor::GetComputationCache()->Clear(), so every repetition counts a cold sweep
+// in this process); `compiles` is the rise of LTC's UncachedCompile counter over that sweep,
+// `first_sweep_seconds` its time; the iterations time the sweep from the cache.
+constexpr int64_t kMaxBatch = 64, kK = 128, kN = 64;
+
+int64_t ltc_uncached_compiles() {
+  const torch::lazy::CounterData* counter = torch::lazy::GetCounter("UncachedCompile");
+  return counter ? counter->Value() : 0;  // registered on LTC's first compile
+}
+
+void BM_recompiles_torch_lazy(benchmark::State& state) {
+  const std::vector<float>& xs = bench::random_data(kMaxBatch * kK, 70, -1.0f, 1.0f);
+  const std::vector<float>& ws = bench::random_data(kK * kN, 71, -1.0f, 1.0f);
+  const std::vector<float>& bs = bench::random_data(kN, 72, -1.0f, 1.0f);
+  try {
+    const torch::Tensor w = tensor(ws, {kK, kN}, kLazy), b = tensor(bs, {kN}, kLazy);
+    std::vector<torch::Tensor> x;
+    for (int64_t batch = 1; batch <= kMaxBatch; ++batch)
+      x.push_back(tensor(std::vector<float>(xs.begin(), xs.begin() + batch * kK), {batch, kK}, kLazy));
+    mark_step(kLazy);  // the inputs' uploads are not part of the sweep
+    auto sweep = [&] {
+      torch::Tensor last;
+      for (const torch::Tensor& xb : x) {
+        last = torch::relu(torch::addmm(b, xb, w));
+        mark_step(kLazy);
+      }
+      return last;
+    };
+    torch::lazy::LazyGraphExecutor::Get()->GetComputationCache()->Clear();
+    const int64_t compiles = ltc_uncached_compiles();
+    const auto start = std::chrono::steady_clock::now();
+    const torch::Tensor got = sweep().to(torch::kCPU).contiguous();
+    state.counters["first_sweep_seconds"] =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    state.counters["compiles"] = static_cast<double>(ltc_uncached_compiles() - compiles);
+    const bench::Reference ref{kMaxBatch * kN,
+                               [&](int64_t i) {
+                                 double sum = bs[i % kN];
+                                 for (int64_t k = 0; k < kK; ++k) sum += double{xs[i / kN * kK + k]} * ws[k * kN + i % kN];
+                                 return std::max(sum, 0.0);
+                               },
+                               1e-4, 1e-4};
+    const std::string err = got.numel() == ref.n ? ref.check(got.data_ptr<float>())
+                                                 : "result has " + std::to_string(got.numel()) + " elements";
+    if (!err.empty()) return state.SkipWithError(err.c_str());
+    for (auto _ : state) sweep();
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
 #define TORCH_ROWS(workload)                                                            \
   void BM_##workload##_torch_eager(benchmark::State& s) { workload(s, kEager); }        \
   void BM_##workload##_torch_lazy(benchmark::State& s) { workload(s, kLazy); }
@@ -277,6 +332,8 @@ TORCH_BENCH(matmul, benchmark::kMillisecond, 0.3);
 TORCH_BENCH(linear_relu, benchmark::kMillisecond, 0.3);
 TORCH_BENCH(trace_overhead, benchmark::kMicrosecond, 0.1);
 TORCH_BENCH(mlp_train_step, benchmark::kMillisecond, 0.3);
+
+LAZYJIT_BENCH(BM_recompiles_torch_lazy, benchmark::kMicrosecond, 0.1);
 
 // As bench_compile.cpp's rows; each iteration is a fresh process.
 #define COMPILE_TIME_BENCH(workload)                                                                               \
