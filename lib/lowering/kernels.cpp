@@ -110,6 +110,7 @@ class Emitter {
     for (int k = 0; k < rank; ++k) {
       if (!std::binary_search(spec_.reduced.begin(), spec_.reduced.end(), k)) kept.push_back(k);
     }
+    if (folds_columns(kept)) return columns(kept);
     emit_for(b_, fn_.begin(), fn_.end(), "row", [&](Value* row) {
       std::vector<Value*> dims(rank, i64(0));
       Value* rest = row;
@@ -146,6 +147,74 @@ class Emitter {
   /// One row of reduction `s`, folded in index order (per element of the result, so the
   /// order does not depend on the thread count). Float sums may reassociate: the vectoriser
   /// keeps lanes of partial sums, the same ones on every run.
+  /// A lone sum, amax or amin that keeps the innermost dim (`sum(x, 0)`): folding one output
+  /// element at a time would read its inputs a stride apart, so it folds whole runs of the
+  /// innermost dim at once instead, in the output buffer.
+  bool folds_columns(const std::vector<int>& kept) const {
+    if (spec_.stages.size() != 1 || kept.empty() || kept.back() != node(spec_.domain).rank() - 1) return false;
+    const OpKind op = node(spec_.stages[0]).op();
+    if (op != OpKind::Sum && op != OpKind::Amax && op != OpKind::Amin) return false;
+    return !spec_.results.empty() || !spec_.temps.empty();
+  }
+
+  /// Iterations are the kept elements, as in rows(); each run of them along the innermost
+  /// dim starts at the fold's identity in the first output buffer and takes in the reduced
+  /// elements in index order (the order rows() uses), a unit-stride vector loop per step.
+  void columns(const std::vector<int>& kept) {
+    const int d = spec_.domain;
+    const int rank = node(d).rank();
+    const int s = spec_.stages[0];
+    const int operand = graph_.operands[s][0];
+    const OpKind op = node(s).op();
+    const DType in = node(operand).dtype(), acc_dtype = node(s).dtype();
+    llvm::Type* type = value_type(b_.getContext(), acc_dtype);
+    std::vector<int> outputs;
+    for (int r : spec_.results) outputs.push_back(output_buffer(r));
+    for (int t : spec_.temps) outputs.push_back(plan_.buffer_of[plan_.temps[t].node]);
+    const int acc = outputs[0];
+    Value* inner = e_.dim(d, rank - 1);
+    emit_for(b_, b_.CreateUDiv(fn_.begin(), inner), ceil_div_by(fn_.end(), inner), "run", [&](Value* run) {
+      Value* base = b_.CreateMul(run, inner);
+      Value* j0 = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, b_.CreateSub(fn_.begin(), base), i64(0));
+      Value* j1 = min(b_.CreateSub(fn_.end(), base), inner);
+      std::vector<Value*> dims(rank, i64(0));
+      Value* rest = run;
+      for (size_t k = kept.size() - 1; k-- > 0;) {
+        const int dim = kept[k];
+        if (node(d).shape()[dim] == 1) continue;
+        dims[dim] = k == 0 ? rest : b_.CreateURem(rest, e_.dim(d, dim));
+        if (k > 0) rest = b_.CreateUDiv(rest, e_.dim(d, dim));
+      }
+      emit_for(b_, j0, j1, "init", [&](Value* j) { e_.store(s, acc, b_.CreateAdd(base, j), identity(op, acc_dtype, type)); });
+      over_row(dims, 0, [&] {
+        emit_for(b_, j0, j1, "j", [&](Value* j) {
+          e_.forget();
+          dims[rank - 1] = j;
+          Value* v = emit_convert(b_, e_.at(operand, Index{dims, nullptr}), in, acc_dtype);
+          Value* at = b_.CreateAdd(base, j);
+          Value* current = e_.load(s, acc, at);
+          Value* next = nullptr;
+          if (op == OpKind::Sum) {
+            next = is_floating(acc_dtype) ? b_.CreateFAdd(current, v)
+                                          : acc_dtype == DType::Bool ? b_.CreateOr(current, v) : b_.CreateAdd(current, v);
+          } else {
+            Value* args[] = {current, v};
+            next = emit_same(b_, op == OpKind::Amax ? OpKind::Maximum : OpKind::Minimum, acc_dtype, args);
+          }
+          e_.store(s, acc, at, next);
+          e_.forget();
+        });
+      });
+      for (size_t o = 1; o < outputs.size(); ++o) {
+        emit_for(b_, j0, j1, "copy", [&](Value* j) {
+          Value* at = b_.CreateAdd(base, j);
+          e_.store(s, outputs[o], at, e_.load(s, acc, at));
+        });
+      }
+    });
+    e_.forget();
+  }
+
   /// The last stage's operand, when a result of the row reads it and can hold it: the stage
   /// pass stores it in that result's buffer and the output pass reads it back (the row is in
   /// cache), so softmax computes exp once per element. Not for a donated buffer, whose old
