@@ -105,14 +105,20 @@ Value* ExprEmitter::ravel(int node, const std::vector<Value*>& dims) {
 }
 
 std::vector<Value*> ExprEmitter::unravel(int node, Value* linear) {
-  const int rank = graph_.nodes[node]->rank();
-  std::vector<Value*> dims(rank, i64(0));
-  for (int d = rank; d-- > 0;) {
-    if (graph_.nodes[node]->shape()[d] == 1) continue;
-    dims[d] = d == 0 ? linear : b_.CreateURem(linear, dim(node, d));
-    if (d > 0) linear = b_.CreateUDiv(linear, dim(node, d));
-  }
+  std::vector<Value*> dims(graph_.nodes[node]->rank(), i64(0));
+  unravel_into(node, linear, 0, graph_.nodes[node]->rank(), dims);
   return dims;
+}
+
+void ExprEmitter::unravel_into(int node, Value* linear, int first, int end, std::vector<Value*>& dims) {
+  for (int d = end; d-- > first;) {
+    if (graph_.nodes[node]->shape()[d] == 1) {
+      dims[d] = i64(0);
+      continue;
+    }
+    dims[d] = d == first ? linear : b_.CreateURem(linear, dim(node, d));
+    if (d > first) linear = b_.CreateUDiv(linear, dim(node, d));
+  }
 }
 
 Value* ExprEmitter::scalar(int node) {

@@ -72,6 +72,8 @@ class ExprEmitter {
   llvm::Value* numel(int node, int first_dim, int end_dim);
   llvm::Value* ravel(int node, const std::vector<llvm::Value*>& dims);
   std::vector<llvm::Value*> unravel(int node, llvm::Value* linear);
+  /// The multi-index of `linear` over dims [first, end) of `node`, into those of `dims`.
+  void unravel_into(int node, llvm::Value* linear, int first, int end, std::vector<llvm::Value*>& dims);
   /// A Scalar leaf's value or a generator's seed (from the scalar table, hoisted).
   llvm::Value* scalar(int node);
   /// Stores `value` (a register value of `node`'s dtype) at `offset` of buffer `buffer`.

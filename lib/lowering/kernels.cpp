@@ -50,32 +50,37 @@ class Emitter {
     return num_parameters_ + r;
   }
 
-  /// Multi-index of `linear` over dims [first, end) of `n` (the rest of `dims` unchanged).
-  void unravel_into(int n, Value* linear, int first, int end, std::vector<Value*>& dims) {
-    for (int d = end; d-- > first;) {
-      if (node(n).shape()[d] == 1) {
-        dims[d] = i64(0);
-        continue;
-      }
-      dims[d] = d == first ? linear : b_.CreateURem(linear, e_.dim(n, d));
-      if (d > first) linear = b_.CreateUDiv(linear, e_.dim(n, d));
+  /// The domain index of `linear` over its first `count` kept dims (`kept`, ascending; the
+  /// folded dims of `dims` are left to the caller's loops).
+  void unravel_kept(Value* linear, const std::vector<int>& kept, size_t count, std::vector<Value*>& dims) {
+    const int d = spec_.domain;
+    for (size_t k = count; k-- > 0;) {
+      const int dim = kept[k];
+      if (node(d).shape()[dim] == 1) continue;
+      dims[dim] = k == 0 ? linear : b_.CreateURem(linear, e_.dim(d, dim));
+      if (k > 0) linear = b_.CreateUDiv(linear, e_.dim(d, dim));
     }
   }
 
-  /// Elements [begin, end) of the domain, as rows of its innermost dim: the outer index is
-  /// derived once per row, the inner loop is unit-stride for contiguous reads.
+  /// The iterations [begin, end) as runs along a dim of size `inner`: body(run, base, j0, j1)
+  /// covers iterations base + [j0, j1) of run `run` (the iteration's index divided by inner).
+  void for_runs(Value* inner, const std::function<void(Value*, Value*, Value*, Value*)>& body) {
+    emit_for(b_, b_.CreateUDiv(fn_.begin(), inner), ceil_div_by(fn_.end(), inner), "run", [&](Value* run) {
+      Value* base = b_.CreateMul(run, inner);
+      Value* j0 = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, b_.CreateSub(fn_.begin(), base), i64(0));
+      Value* j1 = min(b_.CreateSub(fn_.end(), base), inner);
+      body(run, base, j0, j1);
+    });
+  }
+
+  /// Elements [begin, end) of the domain, as runs along its innermost dim: the outer index is
+  /// derived once per run, the inner loop is unit-stride for contiguous reads.
   void elementwise() {
     const int d = spec_.domain;
     const int rank = node(d).rank();
-    Value* inner = rank == 0 ? i64(1) : e_.dim(d, rank - 1);
-    Value* first_row = b_.CreateUDiv(fn_.begin(), inner);
-    Value* last_row = ceil_div_by(fn_.end(), inner);
-    emit_for(b_, first_row, last_row, "row", [&](Value* row) {
-      Value* base = b_.CreateMul(row, inner);
-      Value* j0 = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, b_.CreateSub(fn_.begin(), base), i64(0));
-      Value* j1 = min(b_.CreateSub(fn_.end(), base), inner);
+    for_runs(rank == 0 ? i64(1) : e_.dim(d, rank - 1), [&](Value* row, Value* base, Value* j0, Value* j1) {
       std::vector<Value*> dims(rank, i64(0));
-      if (rank > 1) unravel_into(d, row, 0, rank - 1, dims);
+      if (rank > 1) e_.unravel_into(d, row, 0, rank - 1, dims);
       emit_for(b_, j0, j1, "j", [&](Value* j) {
         e_.forget();
         if (rank > 0) dims[rank - 1] = j;
@@ -113,13 +118,7 @@ class Emitter {
     if (folds_columns(kept)) return columns(kept);
     emit_for(b_, fn_.begin(), fn_.end(), "row", [&](Value* row) {
       std::vector<Value*> dims(rank, i64(0));
-      Value* rest = row;
-      for (size_t k = kept.size(); k-- > 0;) {
-        const int dim = kept[k];
-        if (node(d).shape()[dim] == 1) continue;
-        dims[dim] = k == 0 ? rest : b_.CreateURem(rest, e_.dim(d, dim));
-        if (k > 0) rest = b_.CreateUDiv(rest, e_.dim(d, dim));
-      }
+      unravel_kept(row, kept, kept.size(), dims);
       const auto [kept_node, kept_result] = kept_in_output();
       for (int s : spec_.stages) {
         const bool keep = kept_node >= 0 && s == spec_.stages.back();
@@ -172,19 +171,9 @@ class Emitter {
     for (int r : spec_.results) outputs.push_back(output_buffer(r));
     for (int t : spec_.temps) outputs.push_back(plan_.buffer_of[plan_.temps[t].node]);
     const int acc = outputs[0];
-    Value* inner = e_.dim(d, rank - 1);
-    emit_for(b_, b_.CreateUDiv(fn_.begin(), inner), ceil_div_by(fn_.end(), inner), "run", [&](Value* run) {
-      Value* base = b_.CreateMul(run, inner);
-      Value* j0 = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, b_.CreateSub(fn_.begin(), base), i64(0));
-      Value* j1 = min(b_.CreateSub(fn_.end(), base), inner);
+    for_runs(e_.dim(d, rank - 1), [&](Value* run, Value* base, Value* j0, Value* j1) {
       std::vector<Value*> dims(rank, i64(0));
-      Value* rest = run;
-      for (size_t k = kept.size() - 1; k-- > 0;) {
-        const int dim = kept[k];
-        if (node(d).shape()[dim] == 1) continue;
-        dims[dim] = k == 0 ? rest : b_.CreateURem(rest, e_.dim(d, dim));
-        if (k > 0) rest = b_.CreateUDiv(rest, e_.dim(d, dim));
-      }
+      unravel_kept(run, kept, kept.size() - 1, dims);
       emit_for(b_, j0, j1, "init", [&](Value* j) { e_.store(s, acc, b_.CreateAdd(base, j), identity(op, acc_dtype, type)); });
       over_row(dims, 0, [&] {
         emit_for(b_, j0, j1, "j", [&](Value* j) {
@@ -342,7 +331,7 @@ class Emitter {
     const int buffer = temp_buffer_index(num_parameters_, static_cast<int>(graph_.roots.size()), temp);
     emit_for(b_, fn_.begin(), fn_.end(), "panel", [&](Value* t) {
       std::vector<Value*> dims(rank, i64(0));
-      unravel_into(operand, b_.CreateUDiv(t, panels), 0, rank - 2, dims);
+      e_.unravel_into(operand, b_.CreateUDiv(t, panels), 0, rank - 2, dims);
       Value* first = b_.CreateMul(b_.CreateURem(t, panels), i64(width));
       Value* base = b_.CreateMul(b_.CreateMul(t, g.k), i64(width));
       Value* last = b_.CreateSub(extent, i64(1));
@@ -398,7 +387,7 @@ class Emitter {
       Value* block = b_.CreateURem(rest, row_blocks);
       Value* batch = b_.CreateUDiv(rest, row_blocks);
       std::vector<Value*> out(g.rank, i64(0));
-      unravel_into(g.product, batch, 0, g.rank - 2, out);
+      e_.unravel_into(g.product, batch, 0, g.rank - 2, out);
       Value* a_batch = batch_of(g.a, g.a_rank, out, g.rank);
       Value* b_batch = batch_of(g.b, g.b_rank, out, g.rank);
       Value* b_base = b_.CreateMul(b_.CreateMul(b_.CreateAdd(b_.CreateMul(b_batch, col_panels), panel), g.k), i64(g.tile.nr));
