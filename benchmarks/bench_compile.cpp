@@ -12,6 +12,26 @@
 
 #include "bench_rows.h"
 #include "mlp_problem.h"
+#include "workloads.h"
+
+namespace bench::recompiles {
+
+const std::vector<float>& x_data() { return random_data(kMaxBatch * kK, 70, -1.0f, 1.0f); }
+const std::vector<float>& w_data() { return random_data(kK * kN, 71, -1.0f, 1.0f); }
+const std::vector<float>& b_data() { return random_data(kN, 72, -1.0f, 1.0f); }
+
+Reference last_batch_ref() {
+  const float *x = x_data().data(), *w = w_data().data(), *b = b_data().data();
+  return {kMaxBatch * kN,
+          [=](int64_t i) {
+            double sum = b[i % kN];
+            for (int64_t k = 0; k < kK; ++k) sum += double{x[i / kN * kK + k]} * w[k * kN + i % kN];
+            return std::max(sum, 0.0);
+          },
+          1e-4, 1e-4};
+}
+
+}  // namespace bench::recompiles
 
 namespace {
 
@@ -74,12 +94,9 @@ void BM_compile_time_mlp_train_step_lazyjit(benchmark::State& state) {
 // cache; `compiles` counts the first sweep (sizes are runtime values, but a dim of size 1 is a
 // broadcast pattern of its own: batch 1 and batch 2..64 compile once each), then the sweep is
 // timed from the cache.
-constexpr int64_t kMaxBatch = 64, kK = 128, kN = 64;
-
 void BM_recompiles_lazyjit(benchmark::State& state) {
-  const std::vector<float>& xs = bench::random_data(kMaxBatch * kK, 70, -1.0f, 1.0f);
-  const std::vector<float>& ws = bench::random_data(kK * kN, 71, -1.0f, 1.0f);
-  const std::vector<float>& bs = bench::random_data(kN, 72, -1.0f, 1.0f);
+  using namespace bench::recompiles;
+  const std::vector<float>&xs = x_data(), &ws = w_data(), &bs = b_data();
   try {
     const Tensor w = Tensor::from_vector<float>(ws, {kK, kN}), b = Tensor::from_vector<float>(bs, {kN});
     std::vector<Tensor> x;
@@ -94,14 +111,7 @@ void BM_recompiles_lazyjit(benchmark::State& state) {
     const int64_t compiles = lazyjit::metrics().compiles;
     const std::vector<float> got = sweep().to_vector<float>();
     state.counters["compiles"] = static_cast<double>(lazyjit::metrics().compiles - compiles);
-    const bench::Reference ref{kMaxBatch * kN,
-                               [&](int64_t i) {
-                                 double sum = bs[i % kN];
-                                 for (int64_t k = 0; k < kK; ++k) sum += double{xs[i / kN * kK + k]} * ws[k * kN + i % kN];
-                                 return std::max(sum, 0.0);
-                               },
-                               1e-4, 1e-4};
-    const std::string err = ref.check(got.data());
+    const std::string err = last_batch_ref().check(got.data());
     if (!err.empty()) return state.SkipWithError(err.c_str());
     for (auto _ : state) sweep();
   } catch (const std::exception& e) {

@@ -223,7 +223,6 @@ void compile_time_torch_lazy(benchmark::State& state, const std::string& workloa
 // (LazyGraphExecutor::GetComputationCache()->Clear(), so every repetition counts a cold sweep
 // in this process); `compiles` is the rise of LTC's UncachedCompile counter over that sweep,
 // `first_sweep_seconds` its time; the iterations time the sweep from the cache.
-constexpr int64_t kMaxBatch = 64, kK = 128, kN = 64;
 
 int64_t ltc_uncached_compiles() {
   const torch::lazy::CounterData* counter = torch::lazy::GetCounter("UncachedCompile");
@@ -231,9 +230,8 @@ int64_t ltc_uncached_compiles() {
 }
 
 void BM_recompiles_torch_lazy(benchmark::State& state) {
-  const std::vector<float>& xs = bench::random_data(kMaxBatch * kK, 70, -1.0f, 1.0f);
-  const std::vector<float>& ws = bench::random_data(kK * kN, 71, -1.0f, 1.0f);
-  const std::vector<float>& bs = bench::random_data(kN, 72, -1.0f, 1.0f);
+  using namespace bench::recompiles;
+  const std::vector<float>&xs = x_data(), &ws = w_data(), &bs = b_data();
   try {
     const torch::Tensor w = tensor(ws, {kK, kN}, kLazy), b = tensor(bs, {kN}, kLazy);
     std::vector<torch::Tensor> x;
@@ -255,13 +253,7 @@ void BM_recompiles_torch_lazy(benchmark::State& state) {
     state.counters["first_sweep_seconds"] =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     state.counters["compiles"] = static_cast<double>(ltc_uncached_compiles() - compiles);
-    const bench::Reference ref{kMaxBatch * kN,
-                               [&](int64_t i) {
-                                 double sum = bs[i % kN];
-                                 for (int64_t k = 0; k < kK; ++k) sum += double{xs[i / kN * kK + k]} * ws[k * kN + i % kN];
-                                 return std::max(sum, 0.0);
-                               },
-                               1e-4, 1e-4};
+    const bench::Reference ref = last_batch_ref();
     const std::string err = got.numel() == ref.n ? ref.check(got.data_ptr<float>())
                                                  : "result has " + std::to_string(got.numel()) + " elements";
     if (!err.empty()) return state.SkipWithError(err.c_str());

@@ -35,4 +35,12 @@ Reference matmul_ref();
 Reference linear_relu_ref();
 }  // namespace gemm
 
+namespace recompiles {  // bench_compile.cpp: relu(x[batch, kK] @ w[kK, kN] + b) for batch 1..kMaxBatch
+inline constexpr int64_t kMaxBatch = 64, kK = 128, kN = 64;
+const std::vector<float>& x_data();  ///< the rows of batch kMaxBatch; batch n is the first n
+const std::vector<float>& w_data();
+const std::vector<float>& b_data();
+Reference last_batch_ref();  ///< the result at batch kMaxBatch
+}  // namespace recompiles
+
 }  // namespace bench
