@@ -1,7 +1,7 @@
 // The mlp_train_step problem every system runs: an MLP 784-512-512-10 with relu, batch 256,
 // softmax cross-entropy and SGD in place, from fixed inputs, labels and initial weights; the
-// check its losses must pass; the lazyjit step (backward written with lazyjit ops) and the
-// hand-written one.
+// check its losses must pass; the lazyjit step (backward by autograd, or written out with
+// lazyjit ops) and the hand-written one.
 #pragma once
 
 #include <lazyjit/lazyjit.h>
@@ -101,8 +101,23 @@ struct LazyMlp {
     b3 = Tensor::from_vector<float>(p.b3, {kOut});
   }
 
-  /// One SGD step; returns the loss before it (materialised by the step's mark_step).
+  /// One SGD step, backward by lazyjit::grad; returns the loss before it (materialised by the
+  /// step's mark_step).
   Tensor step() {
+    const Tensor h1 = lazyjit::relu(lazyjit::matmul(x, w1) + b1);
+    const Tensor h2 = lazyjit::relu(lazyjit::matmul(h1, w2) + b2);
+    const Tensor logits = lazyjit::matmul(h2, w3) + b3;
+    Tensor loss = -lazyjit::sum(lazyjit::log_softmax(logits, 1) * y) / static_cast<double>(kBatch);
+    std::vector<Tensor> params = {w1, b1, w2, b2, w3, b3};
+    const std::vector<Tensor> grads = lazyjit::grad(loss, params);
+    for (size_t i = 0; i < params.size(); ++i) params[i] -= kLr * grads[i];
+    lazyjit::mark_step();
+    return loss;
+  }
+
+  /// The same step with the backward pass written out by hand in lazyjit ops: what autograd's
+  /// graph is measured against.
+  Tensor step_manual() {
     using lazyjit::matmul, lazyjit::transpose, lazyjit::sum, lazyjit::where, lazyjit::gt;
     const Tensor h1p = matmul(x, w1) + b1, h1 = lazyjit::relu(h1p);
     const Tensor h2p = matmul(h1, w2) + b2, h2 = lazyjit::relu(h2p);

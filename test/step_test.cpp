@@ -261,5 +261,39 @@ TEST(StepTest, TracingDuringABarrierWaitsForIt) {
   EXPECT_THAT(z.to_vector<float>(), testing::Each(27.0f));
 }
 
+TEST(StepTest, AProductThatIsAlsoAResultKeepsItsBufferAndTheUpdateReadsIt) {
+  // dw is held (a result) and read back by the update of w. dw has w's shape, but writing dw
+  // into w's buffer would hand the update a w already overwritten (it once gave 0.9 * w).
+  Tensor w = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+  const Tensor x = Tensor::from_vector<float>({1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 1}, {4, 3});
+  const Tensor y = matmul(x, transpose(w, 0, 1));
+  const Tensor dw = matmul(transpose(y, 0, 1), x);
+  w -= 0.1 * dw;
+  const int64_t donations = metrics().donations;
+  mark_step();
+  EXPECT_EQ(metrics().donations - donations, 1);
+  EXPECT_THAT(dw.to_vector<float>(), ElementsAre(7, 8, 9, 19, 20, 21));
+  const std::vector<float> got = w.to_vector<float>();
+  const std::vector<float> want = {0.3f, 1.2f, 2.1f, 2.1f, 3.0f, 3.9f};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << i;
+}
+
+TEST(StepTest, ResultsDonatedBuffersOfOneShapeReadTheOldValuesTheyNeed) {
+  // Momentum: m and w are both updated in place in one kernel (the product's epilogue), and
+  // either may be given either dead buffer: every value of an element is computed before the
+  // first store, so w's update reads the old w even when m's new value lands in its buffer.
+  Tensor w = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor m = Tensor::from_vector<float>({1, 1, 1, 1, 1, 1}, {2, 3});
+  const Tensor x = Tensor::from_vector<float>({1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 1}, {4, 3});
+  const Tensor g = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6, 7, 8}, {4, 2});
+  m += matmul(transpose(g, 0, 1), x);  // [[1+1+7, 1+3+7, 1+5+7], [1+2+8, 1+4+8, 1+6+8]]
+  w -= 0.5 * m;
+  const int64_t donations = metrics().donations;
+  mark_step();
+  EXPECT_EQ(metrics().donations - donations, 2);
+  EXPECT_THAT(m.to_vector<float>(), ElementsAre(9, 11, 13, 11, 13, 15));
+  EXPECT_THAT(w.to_vector<float>(), ElementsAre(-3.5f, -3.5f, -3.5f, -1.5f, -1.5f, -1.5f));
+}
+
 }  // namespace
 }  // namespace lazyjit

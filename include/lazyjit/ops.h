@@ -83,6 +83,7 @@ Tensor tanh(const Tensor& t);
 Tensor sigmoid(const Tensor& t);
 Tensor relu(const Tensor& t);
 Tensor gelu(const Tensor& t);  ///< exact (erf) form, as PyTorch's default
+Tensor erf(const Tensor& t);   ///< the error function
 /// min(max(t, lo), hi); NaN stays NaN; when lo > hi every element becomes hi (as PyTorch).
 Tensor clamp(const Tensor& t, Scalar lo, Scalar hi);
 

@@ -107,6 +107,23 @@ class Tensor {
   /// Sets every element to zero.
   Tensor& zero_();
 
+  /// Autograd in PyTorch's style (see lazyjit/autograd.h for the functional grad()).
+  /// Marks the tensor as one whose gradient backward() accumulates into grad(). Only
+  /// floating tensors can require gradients. The mark does not spread to results of ops:
+  /// there is no tape, the lazy graph itself is what backward() differentiates.
+  Tensor& requires_grad_(bool requires_grad = true);
+  bool requires_grad() const;
+  /// The gradient accumulated by backward() calls (lazy), or an undefined tensor.
+  Tensor grad() const;
+  /// Drops the accumulated gradient (PyTorch's zero_grad with set_to_none).
+  void zero_grad();
+  /// For a one-element floating tensor (a loss): adds d(this)/dt to t.grad() for every tensor
+  /// t with requires_grad() that this tensor's value depends on. Traces IR only; the gradients
+  /// are computed when read or at mark_step().
+  void backward() const;
+  /// As backward(), seeded with `gradient` (this tensor's shape) for a non-scalar tensor.
+  void backward(const Tensor& gradient) const;
+
   /// "Tensor(float32[2,3])"; does not materialise.
   std::string to_string() const;
 

@@ -32,6 +32,12 @@ NodePtr make_constant(ScalarValue value, DType dtype, Shape shape) {
   return node;
 }
 
+NodePtr make_stop_gradient(const NodePtr& node) {
+  auto copy = std::make_shared<Node>(*node);
+  copy->stops_gradient_ = true;
+  return copy;
+}
+
 absl::Status check_scalar_fits(std::string_view op, Scalar value, DType dtype) {
   auto fits = [&]<class T>() {
     using L = std::numeric_limits<T>;

@@ -30,6 +30,9 @@ absl::StatusOr<NodePtr> make_arange(int64_t n, DType dtype);
 /// `node` converted to `dtype`; `node` itself when it already has that dtype.
 NodePtr make_cast(NodePtr node, DType dtype);
 
+/// A copy of `node` (same op, operands and value) that autograd treats as a constant.
+NodePtr make_stop_gradient(const NodePtr& node);
+
 /// An elementwise op over `operands`: checks arity and dtypes, promotes the operands to a
 /// common dtype with explicit casts (as the op's Admits column asks), and broadcasts shapes.
 /// Errors name the op and the values, e.g. "sub: bool operands are not supported".

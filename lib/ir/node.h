@@ -57,6 +57,9 @@ class Node : public std::enable_shared_from_this<Node> {
   /// Scalar and Constant leaves: the value. Rand and Randn: the seed (an int64).
   ScalarValue scalar() const { return scalar_; }
 
+  /// Whether autograd treats this value as a constant: set on the maximum that softmax and
+  /// log_softmax subtract, whose exact gradient is zero. Not in the key: it changes no code.
+  bool stops_gradient() const { return stops_gradient_; }
   /// What the cache key sees of this node alone: op, dtype, rank (sizes are not part of it).
   uint64_t signature() const {
     return static_cast<uint64_t>(op_) | static_cast<uint64_t>(dtype_) << 8 |
@@ -76,6 +79,7 @@ class Node : public std::enable_shared_from_this<Node> {
   friend NodePtr make_scalar(ScalarValue value, DType dtype, Shape shape);
   friend NodePtr make_constant(ScalarValue value, DType dtype, Shape shape);
   friend NodePtr make_random(OpKind op, int64_t seed, DType dtype, Shape shape);
+  friend NodePtr make_stop_gradient(const NodePtr& node);
 
   static constexpr uint32_t kMaxSizeBound = 1u << 16;
 
@@ -87,6 +91,7 @@ class Node : public std::enable_shared_from_this<Node> {
   Attrs attrs_;
   BackendDataPtr data_;
   ScalarValue scalar_ = ScalarValue::of_int(0);
+  bool stops_gradient_ = false;
 };
 
 }  // namespace lazyjit::ir

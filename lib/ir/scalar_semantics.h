@@ -99,6 +99,7 @@ T apply_same(OpKind op, const T* x) {
       case OpKind::Cos: return std::cos(x[0]);
       case OpKind::Tanh: return std::tanh(x[0]);
       case OpKind::Sigmoid: return T(1) / (T(1) + std::exp(-x[0]));
+      case OpKind::Erf: return std::erf(x[0]);
       case OpKind::Gelu: return x[0] * T(0.5) * (T(1) + std::erf(x[0] * T(M_SQRT1_2)));
       default: return 0;
     }

@@ -186,6 +186,7 @@ Value* emit_float(IRBuilder<>& b, OpKind op, std::span<Value* const> a) {
     case OpKind::Tanh: return libm_call(b, "tanh", x);
     case OpKind::Sigmoid:
       return b.CreateFDiv(fconst(x, 1.0), b.CreateFAdd(fconst(x, 1.0), intrinsic(b, I::exp, {b.CreateFNeg(x)})));
+    case OpKind::Erf: return libm_call(b, "erf", x);
     case OpKind::Gelu: {
       Value* erf = libm_call(b, "erf", b.CreateFMul(x, fconst(x, M_SQRT1_2)));
       return b.CreateFMul(b.CreateFMul(x, fconst(x, 0.5)), b.CreateFAdd(fconst(x, 1.0), erf));

@@ -50,6 +50,21 @@ class Emitter {
     return num_parameters_ + r;
   }
 
+  /// Stores `results` at one element (`offset` into their buffers, `index` in the domain):
+  /// the roots, or with `below_reshapes` the values they reshape (an epilogue indexes the
+  /// product, whose elements a reshaped result holds in the same order). Every value is
+  /// computed before the first store: a result donated a parameter's buffer must not
+  /// overwrite the element another result still reads from it.
+  void store_results(const std::vector<int>& results, Value* offset, const Index& index, bool below_reshapes = false) {
+    std::vector<int> nodes;
+    std::vector<Value*> values;
+    for (int r : results) {
+      nodes.push_back(below_reshapes ? stored_value(graph_, graph_.roots[r]) : graph_.roots[r]);
+      values.push_back(e_.at(nodes.back(), index));
+    }
+    for (size_t i = 0; i < results.size(); ++i) e_.store(nodes[i], output_buffer(results[i]), offset, values[i]);
+  }
+
   /// The domain index of `linear` over its first `count` kept dims (`kept`, ascending; the
   /// folded dims of `dims` are left to the caller's loops).
   void unravel_kept(Value* linear, const std::vector<int>& kept, size_t count, std::vector<Value*>& dims) {
@@ -85,7 +100,7 @@ class Emitter {
         e_.forget();
         if (rank > 0) dims[rank - 1] = j;
         Index index{dims, b_.CreateAdd(base, j)};
-        for (int r : spec_.results) e_.store(graph_.roots[r], output_buffer(r), index.linear, e_.at(graph_.roots[r], index));
+        store_results(spec_.results, index.linear, index);
       });
     });
     e_.forget();
@@ -124,19 +139,22 @@ class Emitter {
         const bool keep = kept_node >= 0 && s == spec_.stages.back();
         e_.bind(s, fold(s, dims, keep ? output_buffer(kept_result) : -1));
       }
+      std::vector<int> per_row, per_element;
       for (int r : spec_.results) {
-        const int root = graph_.roots[r];
-        const int value = stored_value(graph_, root);
-        if (std::find(spec_.stages.begin(), spec_.stages.end(), value) != spec_.stages.end()) {
-          e_.store(value, output_buffer(r), row, e_.at(value, {}));
-        } else {
-          over_row(dims, 0, [&] {
-            Value* offset = e_.ravel(d, dims);
-            if (r == kept_result) e_.bind(kept_node, e_.load(kept_node, output_buffer(r), offset));
-            e_.store(root, output_buffer(r), offset, e_.at(root, Index{dims, nullptr}));
-            if (r == kept_result) e_.unbind(kept_node);
-          });
-        }
+        const bool stage = std::ranges::find(spec_.stages, stored_value(graph_, graph_.roots[r])) != spec_.stages.end();
+        (stage ? per_row : per_element).push_back(r);
+      }
+      if (!per_element.empty()) {
+        over_row(dims, 0, [&] {
+          Value* offset = e_.ravel(d, dims);
+          if (kept_node >= 0) e_.bind(kept_node, e_.load(kept_node, output_buffer(kept_result), offset));
+          store_results(per_element, offset, Index{dims, nullptr});
+          if (kept_node >= 0) e_.unbind(kept_node);
+        });
+      }
+      for (int r : per_row) {
+        const int value = stored_value(graph_, graph_.roots[r]);
+        e_.store(value, output_buffer(r), row, e_.at(value, {}));
       }
       for (int t : spec_.temps) e_.store(plan_.temps[t].node, plan_.buffer_of[plan_.temps[t].node], row, e_.at(plan_.temps[t].node, {}));
       for (int s : spec_.stages) e_.unbind(s);
@@ -475,10 +493,7 @@ class Emitter {
         out[g.rank - 1] = b_.CreateAdd(col0, j);
         Index index{out, nullptr};
         Value* offset = e_.ravel(g.product, out);
-        for (int res : spec_.results) {
-          const int root = stored_value(graph_, graph_.roots[res]);  // a reshape stores the same order
-          e_.store(root, output_buffer(res), offset, e_.at(root, index));
-        }
+        store_results(spec_.results, offset, index, /*below_reshapes=*/true);
         for (int t : spec_.temps) e_.store(g.product, plan_.buffer_of[plan_.temps[t].node], offset, value);
         e_.unbind(g.product);
       });

@@ -54,12 +54,26 @@ std::vector<lowering::Alias> plan_donations(const ir::Graph& graph, const std::v
     for (int r : kernels[k].results) kernel_of_result[r] = static_cast<int>(k);
     for (int slot : kernels[k].reads) readers[slot][k] = true;
   }
+  // A result that another kernel reads back from memory (a product or reduction that is also
+  // a result) keeps its own buffer: writers of donated buffers run last, after that reader.
+  std::vector<bool> read_back(graph.roots.size(), false);
+  for (size_t r = 0; r < graph.roots.size(); ++r) {
+    const int stored = lowering::stored_value(graph, graph.roots[r]);
+    const ir::LoweringKind kind = ir::op_info(graph.nodes[stored]->op()).kind;
+    if (kind != ir::LoweringKind::Reduce && kind != ir::LoweringKind::Matmul) continue;
+    for (size_t k = 0; k < kernels.size() && !read_back[r]; ++k) {
+      const lowering::KernelSpec& spec = kernels[k];
+      const bool computes = spec.domain == stored || std::ranges::find(spec.stages, stored) != spec.stages.end();
+      read_back[r] = static_cast<int>(k) != kernel_of_result[r] && !computes &&
+                     lowering::region_of(graph, spec)[stored];
+    }
+  }
   // Candidates: each dead buffer to the first result of its shape and dtype.
   const std::vector<bool> owned = owned_by_graph_alone(graph);
   std::vector<bool> donated(graph.parameters.size(), false);
   for (size_t r = 0; r < graph.roots.size(); ++r) {
     const ir::Node& result = *graph.nodes[graph.roots[r]];
-    if (result.op() == ir::OpKind::Parameter) continue;  // a copy of an input: keep both
+    if (result.op() == ir::OpKind::Parameter || read_back[r]) continue;  // a copy of an input keeps both
     const lowering::KernelSpec& writer = kernels[kernel_of_result[r]];
     if (writer.kind == lowering::KernelKind::PackA || writer.kind == lowering::KernelKind::PackB ||
         (writer.kind != lowering::KernelKind::Elementwise && writer.stages.empty() &&

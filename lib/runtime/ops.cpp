@@ -127,6 +127,7 @@ Tensor tanh(const Tensor& t) { return unary(OpKind::Tanh, t); }
 Tensor sigmoid(const Tensor& t) { return unary(OpKind::Sigmoid, t); }
 Tensor relu(const Tensor& t) { return unary(OpKind::Relu, t); }
 Tensor gelu(const Tensor& t) { return unary(OpKind::Gelu, t); }
+Tensor erf(const Tensor& t) { return unary(OpKind::Erf, t); }
 Tensor clamp(const Tensor& t, Scalar lo, Scalar hi) {
   return trace(OpKind::Clamp, {value_of(t, OpKind::Clamp), scalar_like(lo, t, OpKind::Clamp),
                                scalar_like(hi, t, OpKind::Clamp)});

@@ -3,6 +3,7 @@
 // resolved here, then one IR node is traced (ir/structured.h checks it).
 #include <algorithm>
 #include <numeric>
+#include <set>
 
 #include "fmt/format.h"
 #include "fmt/ranges.h"
@@ -166,7 +167,8 @@ std::pair<ir::NodePtr, ir::Node::Attrs> shifted(std::string_view op, const Tenso
   if (!is_floating(x->dtype())) x = ir::make_cast(std::move(x), DType::Float32);
   const ir::Node::Attrs attrs = {wrap_dim(op, dim, std::max(x->rank(), 1))};
   if (x->rank() == 0 || x->shape()[attrs[0]] == 0) return {std::move(x), {}};
-  ir::NodePtr max = check(ir::make_structured(OpKind::Amax, {x}, attrs));
+  // The shift cancels out of the result, so its exact gradient is zero: autograd skips it.
+  ir::NodePtr max = ir::make_stop_gradient(check(ir::make_structured(OpKind::Amax, {x}, attrs)));
   return {elementwise(OpKind::Sub, {std::move(x), std::move(max)}), attrs};
 }
 
@@ -273,6 +275,13 @@ Tensor permute(const Tensor& t, std::vector<int64_t> dims) {
   }
   ir::Node::Attrs perm;
   for (int64_t d : dims) perm.push_back(wrap_dim("permute", d, x->rank()));
+  if (std::set<int64_t>(perm.begin(), perm.end()).size() != perm.size()) {
+    throw Error(fmt::format("permute: dims {} are not a permutation", text(dims)));
+  }
+  if (x->op() == OpKind::Permute) {  // a permutation of a permutation is one (or none)
+    for (int64_t& d : perm) d = x->attrs()[d];
+    x = x->operands()[0];
+  }
   bool identity = true;
   for (size_t d = 0; d < perm.size(); ++d) identity = identity && perm[d] == static_cast<int64_t>(d);
   if (identity) return pending(std::move(x));

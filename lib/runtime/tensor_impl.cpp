@@ -1,6 +1,8 @@
 // TensorImpl state changes and the live-tensor list.
 #include "runtime/tensor_impl.h"
 
+#include <utility>
+
 #include "ir/builder.h"
 #include "runtime/live_tensors.h"
 
@@ -36,6 +38,27 @@ ir::NodePtr TensorImpl::ir() const {
 BackendDataPtr TensorImpl::data() const {
   Guard guard(lock_);
   return data_;
+}
+
+bool TensorImpl::requires_grad() const {
+  Guard guard(lock_);
+  return requires_grad_;
+}
+
+void TensorImpl::set_requires_grad(bool requires_grad) {
+  Guard guard(lock_);
+  requires_grad_ = requires_grad;
+}
+
+std::shared_ptr<TensorImpl> TensorImpl::grad() const {
+  Guard guard(lock_);
+  return grad_;
+}
+
+void TensorImpl::set_grad(std::shared_ptr<TensorImpl> grad) {
+  std::shared_ptr<TensorImpl> old;  // released outside the guard: it may be the last handle
+  Guard guard(lock_);
+  old = std::exchange(grad_, std::move(grad));
 }
 
 template <class F>

@@ -63,6 +63,13 @@ class TensorImpl : public std::enable_shared_from_this<TensorImpl> {
   /// In-place update: keeps its identity and takes `ir` (same shape and dtype) as its value.
   void set_ir(ir::NodePtr ir);
 
+  /// Autograd's marks (lib/autograd): whether backward() accumulates into this tensor's
+  /// gradient, and that gradient (null until the first backward()).
+  bool requires_grad() const;
+  void set_requires_grad(bool requires_grad);
+  std::shared_ptr<TensorImpl> grad() const;
+  void set_grad(std::shared_ptr<TensorImpl> grad);
+
  private:
   friend class runtime::LiveTensors;
 
@@ -93,6 +100,8 @@ class TensorImpl : public std::enable_shared_from_this<TensorImpl> {
   BackendDataPtr data_;    // materialised value, or null
   ir::NodePtr data_leaf_;  // Parameter leaf over data_
   bool claimed_ = false;   // a step barrier is materialising this tensor
+  bool requires_grad_ = false;
+  std::shared_ptr<TensorImpl> grad_;
   runtime::LiveTensors& live_;
   TensorImpl* live_prev_ = nullptr;  // intrusive links of the live set, guarded by its mutex
   TensorImpl* live_next_ = nullptr;

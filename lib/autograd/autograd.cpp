@@ -1,0 +1,263 @@
+// Reverse-mode differentiation of the lazy graph: grad() walks the IR that computes the output
+// in reverse topological order, asks each node's rule (ops.def, vjp.cpp) for its operands'
+// cotangents, and sums them per node. The rules are traced with the public ops, so the
+// backward pass is ordinary lazy IR: it fuses with the forward pass and the update into one
+// mark_step, and nothing runs until it is read.
+#include "lazyjit/autograd.h"
+
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "autograd/vjp.h"
+#include "fmt/format.h"
+#include "ir/shape.h"
+#include "lazyjit/error.h"
+#include "lazyjit/ops.h"
+#include "runtime/tensor_impl.h"
+
+namespace lazyjit {
+namespace detail {
+Tensor make_pending(ir::NodePtr node);
+}
+
+namespace autograd {
+namespace {
+
+std::string describe(const ir::Node& node) {
+  return fmt::format("{}{}", dtype_name(node.dtype()), ir::shape_to_string(node.shape()));
+}
+
+/// The nodes `root` depends on, each after its operands.
+std::vector<ir::NodePtr> post_order(const ir::NodePtr& root) {
+  std::vector<ir::NodePtr> order;
+  absl::flat_hash_set<const ir::Node*> seen = {root.get()};
+  std::vector<std::pair<ir::NodePtr, size_t>> stack = {{root, 0}};  // node, next operand
+  while (!stack.empty()) {
+    auto& [node, next] = stack.back();
+    if (next < node->operands().size()) {
+      const ir::NodePtr& operand = node->operands()[next++];
+      if (seen.insert(operand.get()).second) stack.emplace_back(operand, 0);
+      continue;
+    }
+    order.push_back(std::move(node));
+    stack.pop_back();
+  }
+  return order;
+}
+
+/// Whether a gradient may flow from a result of this dtype.
+bool carries_gradient(DType dtype) { return is_floating(dtype); }
+
+/// The op that turned floating values leading to an input into `node`'s integer or bool
+/// value (argmax under a reshape and a cast): where the derivative chain breaks.
+ir::OpKind breaking_op(const ir::Node* node, const absl::flat_hash_set<const ir::Node*>& leads) {
+  for (;;) {
+    const ir::Node* next = nullptr;
+    for (const ir::NodePtr& operand : node->operands()) {
+      if (!leads.contains(operand.get())) continue;
+      if (carries_gradient(operand->dtype())) return node->op();
+      next = operand.get();
+    }
+    if (next == nullptr) return node->op();
+    node = next;
+  }
+}
+
+}  // namespace
+
+/// The gradients of `output` (seeded with `seed`) with respect to `inputs`; an input the
+/// output does not depend on gets an undefined tensor when `allow_unused`, an Error otherwise.
+static std::vector<Tensor> differentiate(const char* op, const Tensor& output, const std::vector<Tensor>& inputs,
+                                  const Tensor& seed, bool allow_unused) {
+  const ir::NodePtr root = output.impl()->ir_value();
+  std::vector<ir::NodePtr> wrt;
+  absl::flat_hash_set<const ir::Node*> wanted;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined()) throw Error(fmt::format("{}: input {} is an undefined tensor", op, i));
+    wrt.push_back(inputs[i].impl()->ir_value());
+    if (!carries_gradient(wrt.back()->dtype())) {
+      throw Error(fmt::format("{}: input {} is {}; only floating tensors have gradients", op, i,
+                              describe(*wrt.back())));
+    }
+    wanted.insert(wrt.back().get());
+  }
+
+  // Which nodes lead to an input: only those need cotangents.
+  const std::vector<ir::NodePtr> order = post_order(root);
+  absl::flat_hash_set<const ir::Node*> leads;
+  for (const ir::NodePtr& node : order) {
+    if (wanted.contains(node.get())) {
+      leads.insert(node.get());
+      continue;
+    }
+    if (node->stops_gradient()) continue;
+    for (const ir::NodePtr& operand : node->operands()) {
+      if (leads.contains(operand.get())) {
+        leads.insert(node.get());
+        break;
+      }
+    }
+  }
+
+  absl::flat_hash_map<const ir::Node*, Tensor> cotangent;
+  if (leads.contains(root.get())) cotangent[root.get()] = seed;
+  std::set<ir::OpKind> blocked;  // ops that stopped a gradient on its way to an input
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const ir::NodePtr& node = *it;
+    auto found = cotangent.find(node.get());
+    if (found == cotangent.end()) continue;
+    const Tensor g = wanted.contains(node.get()) ? found->second : std::move(found->second);
+    if (!wanted.contains(node.get())) cotangent.erase(found);
+    if (node->operands().empty() || node->stops_gradient()) continue;
+
+    const std::vector<Tensor> parts = vjp(node, g);
+    for (size_t i = 0; i < node->operands().size(); ++i) {
+      const ir::NodePtr& operand = node->operands()[i];
+      if (!leads.contains(operand.get())) continue;
+      if (i >= parts.size() || !parts[i].defined() || !carries_gradient(operand->dtype())) {
+        blocked.insert(breaking_op(operand.get(), leads));
+        continue;
+      }
+      Tensor part = sum_to(parts[i], operand->shape());
+      if (part.dtype() != operand->dtype()) part = part.to(operand->dtype());
+      Tensor& sum = cotangent[operand.get()];
+      sum = sum.defined() ? sum + part : part;
+    }
+  }
+
+  std::vector<Tensor> grads;
+  for (size_t i = 0; i < wrt.size(); ++i) {
+    auto found = cotangent.find(wrt[i].get());
+    if (found != cotangent.end()) {
+      grads.push_back(found->second);
+      continue;
+    }
+    if (!leads.contains(wrt[i].get()) || !leads.contains(root.get())) {
+      if (allow_unused) {
+        grads.emplace_back();
+        continue;
+      }
+      throw Error(fmt::format("{}: the output does not depend on input {} ({})", op, i, describe(*wrt[i])));
+    }
+    std::string why;
+    for (ir::OpKind blocker : blocked) {
+      why += fmt::format("{}{} ({})", why.empty() ? "" : ", ", ir::op_name(blocker),
+                         differentiability(blocker) == Differentiability::NotDifferentiable
+                             ? not_differentiable_reason(blocker)
+                             : "its result is not floating");
+    }
+    throw Error(fmt::format("{}: the output depends on input {} ({}) only through ops that are not differentiable: {}",
+                            op, i, describe(*wrt[i]), why));
+  }
+  return grads;
+}
+
+namespace {
+
+Tensor checked_seed(const char* op, const Tensor& output, const Tensor* grad_output) {
+  if (!output.defined()) throw Error(fmt::format("{}: the output is an undefined tensor", op));
+  const ir::NodePtr root = output.impl()->ir_value();
+  if (!carries_gradient(root->dtype())) {
+    throw Error(fmt::format("{}: the output is {}; only floating tensors have gradients", op, describe(*root)));
+  }
+  if (grad_output == nullptr) {
+    if (ir::numel(root->shape()) != 1) {
+      throw Error(fmt::format("{}: the output is {}, not one element; pass a grad_output of its shape for the "
+                              "vector-Jacobian product",
+                              op, describe(*root)));
+    }
+    return full(output.shape(), 1.0, output.dtype());
+  }
+  if (!grad_output->defined()) throw Error(fmt::format("{}: grad_output is an undefined tensor", op));
+  if (grad_output->shape() != output.shape()) {
+    throw Error(fmt::format("{}: grad_output is {}, the output is {}; they must have one shape", op,
+                            describe(*grad_output->impl()->ir_value()), describe(*root)));
+  }
+  return grad_output->dtype() == output.dtype() ? *grad_output : grad_output->to(output.dtype());
+}
+
+/// The tensors marked requires_grad, weakly: a mark does not keep a tensor alive.
+class MarkedTensors {
+ public:
+  void add(const std::shared_ptr<detail::TensorImpl>& t) {
+    std::lock_guard lock(mutex_);
+    marked_.push_back(t);
+  }
+  /// The marked tensors still alive and marked; forgets the rest.
+  std::vector<std::shared_ptr<detail::TensorImpl>> alive() {
+    std::lock_guard lock(mutex_);
+    std::vector<std::shared_ptr<detail::TensorImpl>> out;
+    std::erase_if(marked_, [&](const std::weak_ptr<detail::TensorImpl>& weak) {
+      std::shared_ptr<detail::TensorImpl> t = weak.lock();
+      if (!t || !t->requires_grad()) return true;
+      out.push_back(std::move(t));
+      return false;
+    });
+    return out;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::weak_ptr<detail::TensorImpl>> marked_;
+};
+
+MarkedTensors& marked_tensors() {
+  static MarkedTensors* marked = new MarkedTensors;  // never destroyed: tensors may outlive statics
+  return *marked;
+}
+
+void accumulate_into_marked(const char* op, const Tensor& output, const Tensor& seed) {
+  std::vector<std::shared_ptr<detail::TensorImpl>> targets = marked_tensors().alive();
+  std::vector<Tensor> inputs;
+  for (const auto& t : targets) inputs.emplace_back(t);
+  const std::vector<Tensor> grads = differentiate(op, output, inputs, seed, /*allow_unused=*/true);
+  bool any = false;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    if (!grads[i].defined()) continue;
+    any = true;
+    std::shared_ptr<detail::TensorImpl> old = targets[i]->grad();
+    targets[i]->set_grad((old ? Tensor(old) + grads[i] : grads[i]).impl());
+  }
+  if (!any) throw Error(fmt::format("{}: the output does not depend on any tensor with requires_grad()", op));
+}
+
+}  // namespace
+}  // namespace autograd
+
+std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs) {
+  return autograd::differentiate("grad", output, inputs, autograd::checked_seed("grad", output, nullptr),
+                                 /*allow_unused=*/false);
+}
+
+std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs, const Tensor& grad_output) {
+  return autograd::differentiate("grad", output, inputs, autograd::checked_seed("grad", output, &grad_output),
+                                 /*allow_unused=*/false);
+}
+
+Tensor& Tensor::requires_grad_(bool requires_grad) {
+  detail::TensorImpl& t = checked_impl("requires_grad_");
+  if (requires_grad && !is_floating(t.dtype())) {
+    throw Error(fmt::format("requires_grad_: the tensor is {}; only floating tensors can require gradients",
+                            autograd::describe(*t.ir_value())));
+  }
+  if (requires_grad && !t.requires_grad()) autograd::marked_tensors().add(impl_);
+  t.set_requires_grad(requires_grad);
+  return *this;
+}
+
+bool Tensor::requires_grad() const { return checked_impl("requires_grad").requires_grad(); }
+
+Tensor Tensor::grad() const { return Tensor(checked_impl("grad").grad()); }
+
+void Tensor::zero_grad() { checked_impl("zero_grad").set_grad(nullptr); }
+
+void Tensor::backward() const { autograd::accumulate_into_marked("backward", *this, autograd::checked_seed("backward", *this, nullptr)); }
+
+void Tensor::backward(const Tensor& gradient) const {
+  autograd::accumulate_into_marked("backward", *this, autograd::checked_seed("backward", *this, &gradient));
+}
+
+}  // namespace lazyjit

@@ -1,0 +1,173 @@
+// The op table's derivatives: expands the LAZYJIT_VJP and LAZYJIT_NO_VJP lines of ir/ops.def,
+// with the helpers the longer rules call.
+#include "autograd/vjp.h"
+
+#include <array>
+#include <cmath>
+#include <numeric>
+
+#include "lazyjit/ops.h"
+#include "runtime/tensor_impl.h"
+
+namespace lazyjit {
+namespace detail {
+Tensor make_pending(ir::NodePtr node);
+}
+
+namespace autograd {
+namespace {
+
+/// `g` where `wins`, half of it where `ties`, else 0: the share of maximum(a, b) (or minimum)
+/// that goes to one operand, as PyTorch splits ties.
+Tensor tie_split(const Tensor& g, const Tensor& wins, const Tensor& ties) {
+  return where(wins, g, where(ties, g * 0.5, 0.0));
+}
+
+/// clamp(a, lo, hi) = min(max(a, lo), hi), so g goes to hi where max(a, lo) > hi, else to lo
+/// where a < lo, else to a.
+std::vector<Tensor> clamp_backward(const Tensor& g, const Tensor& a, const Tensor& lo, const Tensor& hi) {
+  const Tensor to_hi = gt(where(lt(a, lo), lo, a), hi);
+  const Tensor to_lo = logical_and(logical_not(to_hi), lt(a, lo));
+  const Tensor to_a = logical_not(logical_or(to_hi, to_lo));
+  return {where(to_a, g, 0.0), where(to_lo, g, 0.0), where(to_hi, g, 0.0)};
+}
+
+/// amax/amin over node's dims: g goes to the elements equal to the result, shared by ties.
+Tensor extremum_backward(const Tensor& g, const Tensor& a, const Tensor& y, const ir::Node& node) {
+  const std::vector<int64_t> dims(node.attrs().begin(), node.attrs().end());
+  const Tensor hit = eq(a, y);
+  const Tensor count = sum(hit, dims, /*keepdim=*/true).to(g.dtype());
+  return where(hit, g / count, 0.0);
+}
+
+/// Whether t is a transposed view: its last two dims swapped, others in place.
+bool is_transposed_view(const Tensor& t) {
+  const ir::NodePtr node = t.impl()->ir_value();
+  if (node->op() != ir::OpKind::Permute) return false;
+  const ir::Node::Attrs& perm = node->attrs();
+  const int64_t rank = static_cast<int64_t>(perm.size());
+  for (int64_t d = 0; d < rank - 2; ++d) {
+    if (perm[d] != d) return false;
+  }
+  return perm[rank - 2] == rank - 1 && perm[rank - 1] == rank - 2;
+}
+
+Tensor mT(const Tensor& t) { return transpose(t, -1, -2); }
+
+/// The cotangents of matmul's operands, g @ b^T and a^T @ g. When an operand is itself a
+/// transposed view (x @ w.T in a linear layer), its cotangent is written transposed, (w^T)'s
+/// as (g^T @ a)^T: the view's own rule then cancels the transpose and the product is stored
+/// in the layout of w, which its update reads.
+Tensor matmul_left(const Tensor& g, const Tensor& a, const Tensor& b) {
+  return is_transposed_view(a) ? mT(matmul(b, mT(g))) : matmul(g, mT(b));
+}
+Tensor matmul_right(const Tensor& g, const Tensor& a, const Tensor& b) {
+  return is_transposed_view(b) ? mT(matmul(mT(g), a)) : matmul(mT(a), g);
+}
+
+std::vector<int64_t> inverse_permutation(const ir::Node::Attrs& perm) {
+  std::vector<int64_t> inverse(perm.size());
+  for (size_t d = 0; d < perm.size(); ++d) inverse[perm[d]] = static_cast<int64_t>(d);
+  return inverse;
+}
+
+/// The operand-shaped tensor that is g at the positions slice(dim, start, step) took and 0
+/// elsewhere. With step s, the taken positions are every s-th from start: g is interleaved
+/// with s-1 zero slabs (a new dim after `dim`, then merged), trimmed, and padded at both ends.
+Tensor slice_backward(const Tensor& g, const Tensor& a, const ir::Node::Attrs& attrs) {
+  const int64_t dim = attrs[0], start = attrs[1], step = attrs[2];
+  const std::vector<int64_t> shape = a.shape();
+  const int64_t count = g.shape()[dim];
+  auto zeros_with = [&](int64_t d, int64_t size, std::vector<int64_t> like) {
+    like[d] = size;
+    return zeros(like, g.dtype());
+  };
+  Tensor spread = g;
+  if (step > 1 && count > 0) {
+    std::vector<int64_t> slabs = g.shape();
+    slabs.insert(slabs.begin() + dim + 1, 1);
+    const Tensor column = reshape(g, slabs);
+    std::vector<int64_t> merged = g.shape();
+    merged[dim] = count * step;
+    spread = reshape(cat({column, zeros_with(dim + 1, step - 1, slabs)}, dim + 1), merged);
+    spread = slice(spread, dim, 0, (count - 1) * step + 1);  // ends at the last taken element
+  }
+  const int64_t covered = spread.shape()[dim];
+  std::vector<Tensor> parts;
+  if (start > 0) parts.push_back(zeros_with(dim, start, shape));
+  parts.push_back(spread);
+  if (start + covered < shape[dim]) parts.push_back(zeros_with(dim, shape[dim] - start - covered, shape));
+  return cat(parts, dim);
+}
+
+/// Operand i of cat filled the slice [offset_i, offset_i + size_i) of the result along dim.
+std::vector<Tensor> cat_backward(const Tensor& g, const ir::Node& node) {
+  const int64_t dim = node.attrs()[0];
+  std::vector<Tensor> cotangents;
+  int64_t offset = 0;
+  for (const ir::NodePtr& operand : node.operands()) {
+    const int64_t size = operand->shape()[dim];
+    cotangents.push_back(slice(g, dim, offset, offset + size));
+    offset += size;
+  }
+  return cotangents;
+}
+
+}  // namespace
+
+Differentiability differentiability(ir::OpKind op) {
+  static constexpr auto kTable = [] {
+    std::array<Differentiability, ir::kNumOps> table;
+    table.fill(Differentiability::Missing);
+    auto at = [&](ir::OpKind op) -> Differentiability& { return table[static_cast<size_t>(op)]; };
+#define LAZYJIT_OP(name, text, arity, dtype_rule, admits, kind) \
+  if (ir::LoweringKind::kind == ir::LoweringKind::Leaf) at(ir::OpKind::name) = Differentiability::Leaf;
+#define LAZYJIT_VJP(name, ...) at(ir::OpKind::name) = Differentiability::Rule;
+#define LAZYJIT_NO_VJP(name, reason) at(ir::OpKind::name) = Differentiability::NotDifferentiable;
+#include "ir/ops.def"
+    return table;
+  }();
+  return kTable[static_cast<size_t>(op)];
+}
+
+const char* not_differentiable_reason(ir::OpKind op) {
+  switch (op) {
+#define LAZYJIT_OP(name, text, arity, dtype_rule, admits, kind)
+#define LAZYJIT_NO_VJP(name, reason) \
+  case ir::OpKind::name:             \
+    return reason;
+#include "ir/ops.def"
+    default: return "it has no derivative";
+  }
+}
+
+std::vector<Tensor> vjp(const ir::NodePtr& result, const Tensor& g) {
+  const ir::Node& node = *result;
+  std::vector<Tensor> operands;
+  for (const ir::NodePtr& operand : node.operands()) operands.push_back(detail::make_pending(operand));
+  operands.resize(std::max<size_t>(operands.size(), 3));
+  [[maybe_unused]] const Tensor &a = operands[0], &b = operands[1], &c = operands[2];
+  [[maybe_unused]] const Tensor y = detail::make_pending(result);
+  switch (node.op()) {
+#define LAZYJIT_OP(name, text, arity, dtype_rule, admits, kind)
+#define LAZYJIT_VJP(name, ...) \
+  case ir::OpKind::name:       \
+    return {__VA_ARGS__};
+#include "ir/ops.def"
+    default: return {};  // leaves and ops that are not differentiable
+  }
+}
+
+Tensor sum_to(const Tensor& g, std::span<const int64_t> shape) {
+  const std::vector<int64_t> from = g.shape();
+  const int64_t extra = static_cast<int64_t>(from.size()) - static_cast<int64_t>(shape.size());
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < static_cast<int64_t>(from.size()); ++d) {
+    if (d < extra || (shape[d - extra] == 1 && from[d] != 1)) dims.push_back(d);
+  }
+  const Tensor summed = dims.empty() ? g : sum(g, dims, /*keepdim=*/true);
+  return reshape(summed, std::vector<int64_t>(shape.begin(), shape.end()));
+}
+
+}  // namespace autograd
+}  // namespace lazyjit
