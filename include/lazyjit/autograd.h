@@ -20,7 +20,12 @@ namespace lazyjit {
 std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs);
 
 /// The vector-Jacobian product: as above for an `output` of any shape, seeded with
-/// `grad_output` (the cotangent, of output's shape and dtype) instead of 1.
+/// `grad_output` (the cotangent: output's shape, converted to output's dtype) instead of 1.
+///
+/// The output may already be materialised: a sync (`item`, `to_vector`) keeps the graph that
+/// computed a tensor until the next mark_step() once autograd is in use, so `loss.item()`
+/// before `loss.backward()` works. mark_step() ends every step's graphs: take gradients
+/// before it.
 std::vector<Tensor> grad(const Tensor& output, const std::vector<Tensor>& inputs, const Tensor& grad_output);
 
 }  // namespace lazyjit

@@ -5,6 +5,7 @@
 // mark_step, and nothing runs until it is read.
 #include "lazyjit/autograd.h"
 
+#include <array>
 #include <mutex>
 #include <set>
 #include <string>
@@ -16,6 +17,7 @@
 #include "ir/shape.h"
 #include "lazyjit/error.h"
 #include "lazyjit/ops.h"
+#include "runtime/runtime.h"
 #include "runtime/tensor_impl.h"
 
 namespace lazyjit {
@@ -48,6 +50,13 @@ std::vector<ir::NodePtr> post_order(const ir::NodePtr& root) {
   return order;
 }
 
+/// The IR a tensor's value was computed by: its pending IR, or once a sync materialised it,
+/// the graph the sync kept (until the next mark_step), or else its data leaf.
+ir::NodePtr graph_of(const Tensor& t) {
+  ir::NodePtr history = t.impl()->history();
+  return history ? history : t.impl()->ir_value();
+}
+
 /// Whether a gradient may flow from a result of this dtype.
 bool carries_gradient(DType dtype) { return is_floating(dtype); }
 
@@ -72,17 +81,22 @@ ir::OpKind breaking_op(const ir::Node* node, const absl::flat_hash_set<const ir:
 /// output does not depend on gets an undefined tensor when `allow_unused`, an Error otherwise.
 static std::vector<Tensor> differentiate(const char* op, const Tensor& output, const std::vector<Tensor>& inputs,
                                   const Tensor& seed, bool allow_unused) {
-  const ir::NodePtr root = output.impl()->ir_value();
-  std::vector<ir::NodePtr> wrt;
+  runtime::Runtime::get().graph_executor().keep_history_on_sync();
+  const ir::NodePtr root = graph_of(output);
+  // An input is its current value and, when a sync materialised it since the output was
+  // traced, the graph that computed it: the output may depend on either.
+  std::vector<std::array<ir::NodePtr, 2>> wrt;
   absl::flat_hash_set<const ir::Node*> wanted;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].defined()) throw Error(fmt::format("{}: input {} is an undefined tensor", op, i));
-    wrt.push_back(inputs[i].impl()->ir_value());
-    if (!carries_gradient(wrt.back()->dtype())) {
+    wrt.push_back({inputs[i].impl()->ir_value(), inputs[i].impl()->history()});
+    if (!carries_gradient(wrt.back()[0]->dtype())) {
       throw Error(fmt::format("{}: input {} is {}; only floating tensors have gradients", op, i,
-                              describe(*wrt.back())));
+                              describe(*wrt.back()[0])));
     }
-    wanted.insert(wrt.back().get());
+    for (const ir::NodePtr& node : wrt.back()) {
+      if (node) wanted.insert(node.get());
+    }
   }
 
   // Which nodes lead to an input: only those need cotangents.
@@ -130,17 +144,32 @@ static std::vector<Tensor> differentiate(const char* op, const Tensor& output, c
 
   std::vector<Tensor> grads;
   for (size_t i = 0; i < wrt.size(); ++i) {
-    auto found = cotangent.find(wrt[i].get());
-    if (found != cotangent.end()) {
-      grads.push_back(found->second);
+    Tensor total;
+    bool used = false;
+    for (const ir::NodePtr& node : wrt[i]) {
+      if (!node) continue;
+      used = used || leads.contains(node.get());
+      auto found = cotangent.find(node.get());
+      if (found != cotangent.end()) total = total.defined() ? total + found->second : found->second;
+    }
+    if (total.defined()) {
+      grads.push_back(total);
       continue;
     }
-    if (!leads.contains(wrt[i].get()) || !leads.contains(root.get())) {
+    const ir::Node& input = *wrt[i][0];
+    if (!used || !leads.contains(root.get())) {
       if (allow_unused) {
         grads.emplace_back();
         continue;
       }
-      throw Error(fmt::format("{}: the output does not depend on input {} ({})", op, i, describe(*wrt[i])));
+      if (root->op() == ir::OpKind::Parameter) {
+        throw Error(fmt::format("{}: the output is data with no graph to differentiate: mark_step() ends a step's "
+                                "graphs, so take gradients before it",
+                                op));
+      }
+      throw Error(fmt::format("{}: the output does not depend on input {} ({}) as it is now (a value an in-place "
+                              "update replaced after the output was traced is another value)",
+                              op, i, describe(input)));
     }
     std::string why;
     for (ir::OpKind blocker : blocked) {
@@ -150,7 +179,7 @@ static std::vector<Tensor> differentiate(const char* op, const Tensor& output, c
                              : "its result is not floating");
     }
     throw Error(fmt::format("{}: the output depends on input {} ({}) only through ops that are not differentiable: {}",
-                            op, i, describe(*wrt[i]), why));
+                            op, i, describe(input), why));
   }
   return grads;
 }
@@ -159,7 +188,7 @@ namespace {
 
 Tensor checked_seed(const char* op, const Tensor& output, const Tensor* grad_output) {
   if (!output.defined()) throw Error(fmt::format("{}: the output is an undefined tensor", op));
-  const ir::NodePtr root = output.impl()->ir_value();
+  const ir::NodePtr root = graph_of(output);
   if (!carries_gradient(root->dtype())) {
     throw Error(fmt::format("{}: the output is {}; only floating tensors have gradients", op, describe(*root)));
   }
@@ -171,9 +200,10 @@ Tensor checked_seed(const char* op, const Tensor& output, const Tensor* grad_out
     }
     return full(output.shape(), 1.0, output.dtype());
   }
-  if (!grad_output->defined()) throw Error(fmt::format("{}: grad_output is an undefined tensor", op));
+  const char* name = std::string_view(op) == "backward" ? "gradient" : "grad_output";
+  if (!grad_output->defined()) throw Error(fmt::format("{}: {} is an undefined tensor", op, name));
   if (grad_output->shape() != output.shape()) {
-    throw Error(fmt::format("{}: grad_output is {}, the output is {}; they must have one shape", op,
+    throw Error(fmt::format("{}: {} is {}, the output is {}; they must have one shape", op, name,
                             describe(*grad_output->impl()->ir_value()), describe(*root)));
   }
   return grad_output->dtype() == output.dtype() ? *grad_output : grad_output->to(output.dtype());
@@ -244,6 +274,7 @@ Tensor& Tensor::requires_grad_(bool requires_grad) {
                             autograd::describe(*t.ir_value())));
   }
   if (requires_grad && !t.requires_grad()) autograd::marked_tensors().add(impl_);
+  runtime::Runtime::get().graph_executor().keep_history_on_sync();
   t.set_requires_grad(requires_grad);
   return *this;
 }

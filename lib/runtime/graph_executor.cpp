@@ -34,6 +34,7 @@ void GraphExecutor::sync(std::vector<std::shared_ptr<detail::TensorImpl>> tensor
 
 void GraphExecutor::mark_step() {
   std::unique_lock lock(barrier_mutex_);
+  drop_kept_histories();  // before donations are planned: a kept graph would hold old buffers
   std::vector<std::shared_ptr<detail::TensorImpl>> tensors = live_.snapshot();
   // Claimed before donations are planned: from here no other thread can make new IR that
   // reads these tensors' old values, so the plan's ownership counts stay true.
@@ -72,7 +73,7 @@ void GraphExecutor::materialize(std::vector<std::shared_ptr<detail::TensorImpl>>
   std::vector<lowering::Alias> aliases;
   if (barrier) aliases = plan_donations(graph, lowering::plan_kernels(graph, lowering::symbol_prefix(graph)).kernels);
   std::shared_ptr<const codegen::CompiledGraph> code = compiled(graph, aliases);
-  execute(graph, *code, aliases, targets);
+  execute(graph, *code, aliases, targets, !barrier && keep_history_.load(std::memory_order_relaxed));
 }
 
 std::shared_ptr<const codegen::CompiledGraph> GraphExecutor::compiled(const ir::Graph& graph,
@@ -91,7 +92,7 @@ std::shared_ptr<const codegen::CompiledGraph> GraphExecutor::compiled(const ir::
 
 void GraphExecutor::execute(const ir::Graph& graph, const codegen::CompiledGraph& code,
                             std::span<const lowering::Alias> aliases,
-                            const std::vector<std::shared_ptr<detail::TensorImpl>>& targets) {
+                            const std::vector<std::shared_ptr<detail::TensorImpl>>& targets, bool keep_history) {
   const lowering::KernelPlan& plan = code.plan();
   const int num_parameters = static_cast<int>(graph.parameters.size());
   const int num_results = static_cast<int>(graph.roots.size());
@@ -140,7 +141,23 @@ void GraphExecutor::execute(const ir::Graph& graph, const codegen::CompiledGraph
   counters_.donations.fetch_add(static_cast<int64_t>(aliases.size()), std::memory_order_relaxed);
   // A tensor updated in place meanwhile (by another thread) keeps its newer IR.
   for (int r = 0; r < num_results; ++r) {
-    targets[r]->set_data(std::move(outputs[r]), std::move(leaves[r]), graph.nodes[graph.roots[r]]);
+    targets[r]->set_data(std::move(outputs[r]), std::move(leaves[r]), graph.nodes[graph.roots[r]], keep_history);
+  }
+  if (keep_history) {
+    std::lock_guard kept(kept_mutex_);
+    if (kept_.size() > 4096) std::erase_if(kept_, [](const auto& weak) { return weak.expired(); });  // syncs, no steps
+    kept_.insert(kept_.end(), targets.begin(), targets.end());
+  }
+}
+
+void GraphExecutor::drop_kept_histories() {
+  std::vector<std::weak_ptr<detail::TensorImpl>> kept;
+  {
+    std::lock_guard lock(kept_mutex_);
+    kept.swap(kept_);
+  }
+  for (const auto& weak : kept) {
+    if (std::shared_ptr<detail::TensorImpl> t = weak.lock()) t->drop_history();
   }
 }
 

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -39,6 +40,10 @@ class GraphExecutor {
   /// buffers of inputs nothing else can read again (donation.h). Runs alone: it waits for
   /// running syncs, and claims its tensors so other threads' ops on them wait for it.
   void mark_step();
+  /// From now on, a tensor materialised by sync() keeps the graph that computed it until the
+  /// next mark_step(), so autograd can still differentiate through it (`loss.item()` before
+  /// `loss.backward()`). Autograd turns it on; without autograd no graph outlives its sync.
+  void keep_history_on_sync() { keep_history_.store(true, std::memory_order_relaxed); }
   /// The text of the graph over `tensors` (pending IR or data leaves) in `format`.
   std::string dump(const std::vector<std::shared_ptr<detail::TensorImpl>>& tensors, DumpFormat format);
 
@@ -47,7 +52,9 @@ class GraphExecutor {
   std::shared_ptr<const codegen::CompiledGraph> compiled(const ir::Graph& graph,
                                                          std::span<const lowering::Alias> aliases);
   void execute(const ir::Graph& graph, const codegen::CompiledGraph& compiled, std::span<const lowering::Alias> aliases,
-               const std::vector<std::shared_ptr<detail::TensorImpl>>& targets);
+               const std::vector<std::shared_ptr<detail::TensorImpl>>& targets, bool keep_history);
+  /// Drops the graphs that syncs kept (keep_history_on_sync): a step barrier ends them.
+  void drop_kept_histories();
 
   codegen::JitCompiler& compiler_;
   codegen::CompileCache& cache_;
@@ -57,6 +64,9 @@ class GraphExecutor {
   RuntimeCounters& counters_;
   GraphCompiler graph_compiler_;
   std::shared_mutex barrier_mutex_;  // shared: syncs; exclusive: a step barrier
+  std::atomic<bool> keep_history_ = false;
+  std::mutex kept_mutex_;
+  std::vector<std::weak_ptr<detail::TensorImpl>> kept_;  // tensors that may hold a history
 };
 
 }  // namespace lazyjit::runtime

@@ -40,6 +40,17 @@ BackendDataPtr TensorImpl::data() const {
   return data_;
 }
 
+ir::NodePtr TensorImpl::history() const {
+  Guard guard(lock_);
+  return history_;
+}
+
+void TensorImpl::drop_history() {
+  ir::NodePtr old;  // released after the guard: it may hold a whole graph
+  Guard guard(lock_);
+  old = std::move(history_);
+}
+
 bool TensorImpl::requires_grad() const {
   Guard guard(lock_);
   return requires_grad_;
@@ -88,12 +99,13 @@ void TensorImpl::release_claim() {
   claimed_ = false;
 }
 
-bool TensorImpl::set_data(BackendDataPtr data, ir::NodePtr leaf, const ir::Node* computed) noexcept {
+bool TensorImpl::set_data(BackendDataPtr data, ir::NodePtr leaf, const ir::Node* computed, bool keep_history) noexcept {
   ir::NodePtr old_ir;  // released after the lock
   {
     Guard guard(lock_);
     if (ir_.get() != computed) return false;
     old_ir = std::move(ir_);
+    if (keep_history) history_ = old_ir;
     data_ = std::move(data);
     data_leaf_ = std::move(leaf);
     live_.erase(this);  // under the guard: a racing set_ir must not end pending but not live
@@ -104,11 +116,12 @@ bool TensorImpl::set_data(BackendDataPtr data, ir::NodePtr leaf, const ir::Node*
 void TensorImpl::set_ir(ir::NodePtr ir) {
   ir::NodePtr old_ir;  // released after the guard
   BackendDataPtr old_data;
-  ir::NodePtr old_leaf;
+  ir::NodePtr old_leaf, old_history;
   when_unclaimed([&] {
     old_ir = std::exchange(ir_, std::move(ir));
     old_data = std::move(data_);
     old_leaf = std::move(data_leaf_);
+    old_history = std::move(history_);
     live_.insert(this);
   });
 }

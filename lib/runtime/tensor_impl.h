@@ -55,13 +55,20 @@ class TensorImpl : public std::enable_shared_from_this<TensorImpl> {
   /// Materialised: takes `data` (and `leaf`, a Parameter leaf over it) as its value if its IR
   /// is still `computed` (an in-place update may have moved on); returns whether it did.
   /// Does not allocate or throw, so results can be assigned after kernels have run.
-  bool set_data(BackendDataPtr data, ir::NodePtr leaf, const ir::Node* computed) noexcept;
+  /// With `keep_history` the IR it computed stays reachable as history() (see
+  /// GraphExecutor::keep_history_on_sync).
+  bool set_data(BackendDataPtr data, ir::NodePtr leaf, const ir::Node* computed, bool keep_history = false) noexcept;
   bool set_data(BackendDataPtr data, const ir::Node* computed) {
     ir::NodePtr leaf = ir::make_parameter(data);
     return set_data(std::move(data), std::move(leaf), computed);
   }
   /// In-place update: keeps its identity and takes `ir` (same shape and dtype) as its value.
   void set_ir(ir::NodePtr ir);
+
+  /// The IR that computed the materialised value, kept by a sync for autograd until the next
+  /// step barrier or in-place update; null otherwise.
+  ir::NodePtr history() const;
+  void drop_history();
 
   /// Autograd's marks (lib/autograd): whether backward() accumulates into this tensor's
   /// gradient, and that gradient (null until the first backward()).
@@ -99,6 +106,7 @@ class TensorImpl : public std::enable_shared_from_this<TensorImpl> {
   ir::NodePtr ir_;         // pending value, or null
   BackendDataPtr data_;    // materialised value, or null
   ir::NodePtr data_leaf_;  // Parameter leaf over data_
+  ir::NodePtr history_;    // the IR that computed data_, while a sync keeps it
   bool claimed_ = false;   // a step barrier is materialising this tensor
   bool requires_grad_ = false;
   std::shared_ptr<TensorImpl> grad_;
