@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs lazyjit's build dependencies from Debian 12's archive. Idempotent: packages
 # already present are left alone and apt is not even consulted.
-#   scripts/setup.sh            build + test dependencies
+#   scripts/setup.sh            build + test dependencies and the main job's data set
 #   scripts/setup.sh --peers    also the optional benchmark peers (libtorch, Eigen, OpenBLAS)
 set -euo pipefail
 
@@ -11,6 +11,7 @@ packages=(
   libtbb-dev libabsl-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3
+  python3-sklearn  # the main job's data set: sklearn/datasets/data/digits.csv.gz
 )
 if [[ "${1:-}" == "--peers" ]]; then
   packages+=(libtorch-dev libeigen3-dev libopenblas-dev gnuplot-nox)

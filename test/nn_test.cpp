@@ -136,7 +136,11 @@ TEST(OptimTest, OptionsAndParametersAreChecked) {
 TEST(NnTest, CrossEntropyMatchesTheFormulaAndChecksItsInputs) {
   const Tensor logits = f64({1, 2, 3, 0, 0, 0}, {2, 3});
   const Tensor targets = Tensor::from_vector<int64_t>({2, 0});
+  const int64_t executed = metrics().graphs_executed;
+  const Tensor loss = nn::cross_entropy(logits, targets);  // the range check reads data: no graph runs
+  EXPECT_EQ(metrics().graphs_executed, executed);
   const double lse0 = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0)), lse1 = std::log(3.0);
+  EXPECT_NEAR(loss.item<double>(), ((lse0 - 3.0) + lse1) / 2, 1e-12);
   EXPECT_NEAR(nn::cross_entropy(logits, targets).item<double>(), ((lse0 - 3.0) + lse1) / 2, 1e-12);
   EXPECT_THAT([&] { nn::cross_entropy(logits, Tensor::from_vector<int64_t>({3, 0})); },
               ThrowsMessage<Error>(HasSubstr("cross_entropy: target 0 is 3, outside the 3 classes [0, 3)")));

@@ -49,12 +49,18 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
                             describe(logits)));
   }
   if (!targets.impl()->pending()) {  // data in hand: check the range now, not as a silent 0
-    const std::vector<int64_t> values = targets.to(DType::Int64).to_vector<int64_t>();
-    for (size_t i = 0; i < values.size(); ++i) {
-      if (values[i] < 0 || values[i] >= classes) {
-        throw Error(fmt::format("cross_entropy: target {} is {}, outside the {} classes [0, {})", i, values[i],
-                                classes, classes));
+    auto check = [&](const auto& values) {  // copied out of the buffer: no graph runs
+      for (size_t i = 0; i < values.size(); ++i) {
+        if (values[i] < 0 || values[i] >= classes) {
+          throw Error(fmt::format("cross_entropy: target {} is {}, outside the {} classes [0, {})", i, values[i],
+                                  classes, classes));
+        }
       }
+    };
+    if (targets.dtype() == DType::Int64) {
+      check(targets.to_vector<int64_t>());
+    } else {
+      check(targets.to_vector<int32_t>());
     }
   }
   // -log_softmax at each row's target, picked with a one-hot mask (one fused row kernel).
