@@ -930,7 +930,10 @@ TEST(AutogradModel, BackwardGraphsHitTheCompileCache) {
 // output was traced.
 
 TEST(AutogradHistory, GradAfterReadingTheLoss) {
+  // Once autograd is in use (a requires_grad_ mark, or a grad() or backward() call), a sync
+  // keeps the graph it ran until the next mark_step.
   Tensor w = f64({1, 2, 3});
+  w.requires_grad_();
   Tensor loss = sum(w * w);
   EXPECT_EQ(loss.item<double>(), 14.0);
   EXPECT_THAT(grad_of(loss, w), ElementsAre(2.0, 4.0, 6.0));
@@ -958,6 +961,7 @@ TEST(AutogradHistory, GradAfterMarkStepIsAnErrorThatSaysWhy) {
 
 TEST(AutogradHistory, GradWithRespectToAMaterialisedIntermediate) {
   Tensor w = f64({1, 2, 3});
+  w.requires_grad_();  // autograd in use: the sync below keeps h's graph
   Tensor h = w * 2.0;
   Tensor loss = sum(h * h);
   sync({h});
