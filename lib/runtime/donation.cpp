@@ -57,6 +57,7 @@ std::vector<lowering::Alias> plan_donations(const ir::Graph& graph, const std::v
   // A result that another kernel reads back from memory (a product or reduction that is also
   // a result) keeps its own buffer: writers of donated buffers run last, after that reader.
   std::vector<bool> read_back(graph.roots.size(), false);
+  std::vector<std::vector<bool>> regions(kernels.size());  // region_of each kernel, when first asked
   for (size_t r = 0; r < graph.roots.size(); ++r) {
     const int stored = lowering::stored_value(graph, graph.roots[r]);
     const ir::LoweringKind kind = ir::op_info(graph.nodes[stored]->op()).kind;
@@ -64,8 +65,9 @@ std::vector<lowering::Alias> plan_donations(const ir::Graph& graph, const std::v
     for (size_t k = 0; k < kernels.size() && !read_back[r]; ++k) {
       const lowering::KernelSpec& spec = kernels[k];
       const bool computes = spec.domain == stored || std::ranges::find(spec.stages, stored) != spec.stages.end();
-      read_back[r] = static_cast<int>(k) != kernel_of_result[r] && !computes &&
-                     lowering::region_of(graph, spec)[stored];
+      if (static_cast<int>(k) == kernel_of_result[r] || computes) continue;
+      if (regions[k].empty()) regions[k] = lowering::region_of(graph, spec);
+      read_back[r] = regions[k][stored];
     }
   }
   // Candidates: each dead buffer to the first result of its shape and dtype.
