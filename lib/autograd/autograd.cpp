@@ -14,6 +14,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "autograd/vjp.h"
 #include "fmt/format.h"
+#include "ir/graph.h"
 #include "ir/shape.h"
 #include "lazyjit/error.h"
 #include "lazyjit/ops.h"
@@ -35,18 +36,15 @@ std::string describe(const ir::Node& node) {
 /// The nodes `root` depends on, each after its operands.
 std::vector<ir::NodePtr> post_order(const ir::NodePtr& root) {
   std::vector<ir::NodePtr> order;
-  absl::flat_hash_set<const ir::Node*> seen = {root.get()};
-  std::vector<std::pair<ir::NodePtr, size_t>> stack = {{root, 0}};  // node, next operand
-  while (!stack.empty()) {
-    auto& [node, next] = stack.back();
-    if (next < node->operands().size()) {
-      const ir::NodePtr& operand = node->operands()[next++];
-      if (seen.insert(operand.get()).second) stack.emplace_back(operand, 0);
-      continue;
-    }
-    order.push_back(std::move(node));
-    stack.pop_back();
-  }
+  absl::flat_hash_set<const ir::Node*> seen;
+  std::vector<std::pair<const ir::Node*, size_t>> stack;
+  ir::walk_post_order(
+      root.get(), [&](const ir::Node* node) { return seen.contains(node); },
+      [&](const ir::Node* node) {
+        seen.insert(node);
+        order.push_back(node->shared_from_this());
+      },
+      stack);
   return order;
 }
 
@@ -123,8 +121,10 @@ static std::vector<Tensor> differentiate(const char* op, const Tensor& output, c
     const ir::NodePtr& node = *it;
     auto found = cotangent.find(node.get());
     if (found == cotangent.end()) continue;
-    const Tensor g = wanted.contains(node.get()) ? found->second : std::move(found->second);
-    if (!wanted.contains(node.get())) cotangent.erase(found);
+    // An input's total is read at the end; any other node's is done with once passed on.
+    const bool keep = wanted.contains(node.get());
+    const Tensor g = keep ? found->second : std::move(found->second);
+    if (!keep) cotangent.erase(found);
     if (node->operands().empty() || node->stops_gradient()) continue;
 
     const std::vector<Tensor> parts = vjp(node, g);

@@ -38,18 +38,8 @@ class GraphBuilder {
   }
 
   void visit(const Node* root) {
-    if (index_.contains(root)) return;
-    stack_.emplace_back(root, 0);
-    while (!stack_.empty()) {
-      auto& [node, next] = stack_.back();
-      if (next < node->operands().size()) {
-        const Node* operand = node->operands()[next++].get();
-        if (!index_.contains(operand)) stack_.emplace_back(operand, 0);
-        continue;
-      }
-      emit(node);
-      stack_.pop_back();
-    }
+    walk_post_order(
+        root, [&](const Node* node) { return index_.contains(node); }, [&](const Node* node) { emit(node); }, stack_);
   }
 
   void finish(std::span<const NodePtr> roots) {

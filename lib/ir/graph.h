@@ -2,6 +2,7 @@
 #pragma once
 
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "absl/container/inlined_vector.h"
@@ -35,5 +36,25 @@ struct Graph {
 
 /// Collects the nodes reachable from `roots` in post-order and computes the key.
 Graph build_graph(std::span<const NodePtr> roots);
+
+/// The walk build_graph makes: calls `emit(node)` for each node `root` depends on (itself
+/// included) that `seen(node)` does not report, each after its operands; `emit` must make
+/// `seen` true for it. Iterative, so deep graphs do not overflow the call stack; `stack` is
+/// the caller's, to reuse its memory across roots.
+template <class Seen, class Emit>
+void walk_post_order(const Node* root, Seen&& seen, Emit&& emit, std::vector<std::pair<const Node*, size_t>>& stack) {
+  if (seen(root)) return;
+  stack.emplace_back(root, 0);
+  while (!stack.empty()) {
+    auto& [node, next] = stack.back();
+    if (next < node->operands().size()) {
+      const Node* operand = node->operands()[next++].get();
+      if (!seen(operand)) stack.emplace_back(operand, 0);
+      continue;
+    }
+    emit(node);
+    stack.pop_back();
+  }
+}
 
 }  // namespace lazyjit::ir

@@ -6,18 +6,14 @@
 #include <string>
 
 #include "fmt/format.h"
-#include "fmt/ranges.h"
 #include "lazyjit/error.h"
 #include "lazyjit/ops.h"
 #include "lazyjit/runtime.h"
+#include "nn/describe.h"
 #include "runtime/tensor_impl.h"
 
 namespace lazyjit::nn {
 namespace {
-
-std::string describe(const Tensor& t) {
-  return fmt::format("{}[{}]", dtype_name(t.dtype()), fmt::join(t.shape(), ", "));
-}
 
 void check_defined(const char* op, const char* what, const Tensor& t) {
   if (!t.defined()) throw Error(fmt::format("{}: {} is an undefined tensor", op, what));

@@ -7,17 +7,15 @@
 #include <string>
 
 #include "fmt/format.h"
-#include "fmt/ranges.h"
 #include "lazyjit/error.h"
 #include "lazyjit/ops.h"
 #include "lazyjit/runtime.h"
+#include "nn/describe.h"
 
 namespace lazyjit::optim {
 namespace {
 
-std::string describe(const Tensor& t) {
-  return fmt::format("{}[{}]", dtype_name(t.dtype()), fmt::join(t.shape(), ", "));
-}
+using nn::describe;
 
 /// Zeros like each tensor, materialised now so the first step's graph is every step's graph.
 std::vector<Tensor> materialised_zeros(const std::vector<Tensor>& like) {

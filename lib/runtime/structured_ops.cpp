@@ -3,7 +3,6 @@
 // resolved here, then one IR node is traced (ir/structured.h checks it).
 #include <algorithm>
 #include <numeric>
-#include <set>
 
 #include "fmt/format.h"
 #include "fmt/ranges.h"
@@ -275,9 +274,6 @@ Tensor permute(const Tensor& t, std::vector<int64_t> dims) {
   }
   ir::Node::Attrs perm;
   for (int64_t d : dims) perm.push_back(wrap_dim("permute", d, x->rank()));
-  if (std::set<int64_t>(perm.begin(), perm.end()).size() != perm.size()) {
-    throw Error(fmt::format("permute: dims {} are not a permutation", text(dims)));
-  }
   if (x->op() == OpKind::Permute) {  // a permutation of a permutation is one (or none)
     for (int64_t& d : perm) d = x->attrs()[d];
     x = x->operands()[0];
