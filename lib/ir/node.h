@@ -43,6 +43,11 @@ class Node : public std::enable_shared_from_this<Node> {
     for (const NodePtr& operand : operands_) size_bound_ += operand->size_bound_;
     if (size_bound_ > kMaxSizeBound) size_bound_ = kMaxSizeBound;
   }
+  /// Releases the operands without recursing: dropping the last handle to a million-node
+  /// chain runs in constant stack space (node.cpp).
+  ~Node();
+  Node(const Node&) = default;
+  Node& operator=(const Node&) = delete;
 
   OpKind op() const { return op_; }
   DType dtype() const { return dtype_; }
