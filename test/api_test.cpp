@@ -15,6 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/runtime.h"  // only to empty the compile cache between counter tests
+#include "runtime/tensor_impl.h"  // to see that a step barrier left a tensor pending
 
 namespace {
 
@@ -755,13 +756,19 @@ TEST(ApiErrorTest, CopyMustBroadcastToTheDestination) {
 
 namespace {
 
-// One thread runs mark_step() over everyone's live tensors while others trace, update in
-// place and read their own: every value read is right, nothing crashes (TSan runs this too).
+// One thread updates its own tensor and runs step barriers while others trace, update in
+// place and read theirs: the barriers materialise the stepper's tensors alone, every value
+// read is right, nothing crashes (TSan runs this too).
 TEST(ApiThreadTest, MarkStepRacesWithOtherThreadsTensors) {
   std::atomic<bool> stop{false};
   std::atomic<int> wrong{0};
   std::thread stepper([&] {
-    while (!stop) lazyjit::mark_step();
+    Tensor own = lazyjit::zeros({64});
+    for (int steps = 1; !stop; ++steps) {
+      own += 1.0;
+      lazyjit::mark_step();
+      if (own.impl()->pending() || own.to_vector<float>()[9] != static_cast<float>(steps)) ++wrong;
+    }
   });
   std::vector<std::thread> workers;
   for (int w = 0; w < 3; ++w) {

@@ -976,8 +976,25 @@ TEST(AutogradHistory, InputUpdatedInPlaceAfterTracingIsAnotherValue) {
   w -= 1.0;
   EXPECT_THAT([&] { grad(loss, {w}); },
               ThrowsMessage<Error>(HasSubstr("grad: the output does not depend on input 0 (float64[3]) as it is now "
-                                             "(a value an in-place update replaced after the output was traced is "
+                                             "(it was updated in place, and a value an in-place update replaced is "
                                              "another value)")));
+}
+
+TEST(AutogradHistory, AnInputNeverUpdatedIsNotSaidToHaveBeen) {
+  Tensor w = f64({1, 2, 3}), v = f64({4, 5, 6});
+  Tensor loss = sum(w * w);
+  EXPECT_THAT([&] { grad(loss, {v}); },
+              ThrowsMessage<Error>("grad: the output does not depend on input 0 (float64[3])"));
+}
+
+TEST(AutogradHistory, BackwardAfterMarkStepSaysThatTheStepEndedTheGraph) {
+  Tensor w = f64({1, 2, 3});
+  w.requires_grad_();
+  Tensor loss = sum(w * w);
+  mark_step();
+  EXPECT_THAT([&] { loss.backward(); },
+              ThrowsMessage<Error>(HasSubstr("backward: the output is data with no graph to differentiate: mark_step() "
+                                             "ends a step's graphs, so take gradients before it")));
 }
 
 TEST(AutogradPaths, GradientWithRespectToCreatedTensors) {

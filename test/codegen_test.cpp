@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <latch>
 #include <memory>
 #include <stdexcept>
@@ -560,7 +561,11 @@ class DiskCacheTest : public ::testing::Test {
     auto loaded = cache().load(key);
     return loaded.ok() ? "<ok>" : std::string(loaded.status().message());
   }
-  DiskCache cache() const { return DiskCache(directory_.string()); }
+  DiskCache cache() const {
+    absl::StatusOr<DiskCache> opened = DiskCache::open(directory_.string());
+    EXPECT_TRUE(opened.ok()) << opened.status();
+    return opened.ok() ? *std::move(opened) : DiskCache();
+  }
   void rewrite(const ir::Hash128& key, const std::function<void(std::string&)>& edit) {
     const std::string path = cache().path_of(key);
     std::ifstream in(path, std::ios::binary);
@@ -602,6 +607,46 @@ TEST_F(DiskCacheTest, DamagedFilesAreErrorsThatSayWhat) {
   EXPECT_EQ(error_of(key), "cache file " + path + " is another key's (renamed or copied)");
   ASSERT_TRUE(cache().store(key, "fresh").ok());  // replaced
   EXPECT_EQ(**cache().load(key), "fresh");
+}
+
+TEST_F(DiskCacheTest, AnOverlongFileIsNotCalledTruncated) {
+  const ir::Hash128 key{9, 10};
+  ASSERT_TRUE(cache().store(key, "0123456789").ok());
+  rewrite(key, [](std::string& b) { b += "xyz"; });
+  EXPECT_EQ(error_of(key), "cache file " + cache().path_of(key) + " is longer than its header says (13 payload "
+                                                                   "bytes, 10 expected)");
+}
+
+// A FIFO under a key's name would block open() forever; a link to /dev/zero would be read
+// until memory runs out. Neither is read, and store() replaces both.
+TEST_F(DiskCacheTest, OnlyRegularFilesAreReadAndNothingBlocks) {
+  const ir::Hash128 fifo_key{11, 12}, link_key{13, 14};
+  const std::string fifo = cache().path_of(fifo_key), link = cache().path_of(link_key);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::filesystem::create_symlink("/dev/zero", link);
+  EXPECT_EQ(error_of(fifo_key), "cache file " + fifo + " is not a regular file");
+  EXPECT_EQ(error_of(link_key), "cache file " + link + " is a symbolic link");
+  ASSERT_TRUE(cache().store(fifo_key, "a").ok());
+  ASSERT_TRUE(cache().store(link_key, "b").ok());
+  EXPECT_EQ(**cache().load(fifo_key), "a");
+  EXPECT_EQ(**cache().load(link_key), "b");
+}
+
+TEST_F(DiskCacheTest, TheDirectoryIsCreatedForItsOwnerAloneAndOthersWritableOnesAreRefused) {
+  cache();
+  EXPECT_EQ(std::filesystem::status(directory_).permissions(), std::filesystem::perms::owner_all);
+  std::filesystem::permissions(directory_, std::filesystem::perms::others_write, std::filesystem::perm_options::add);
+  absl::StatusOr<DiskCache> opened = DiskCache::open(directory_.string());
+  ASSERT_FALSE(opened.ok());
+  EXPECT_EQ(opened.status().message(), "cache directory " + directory_.string() +
+                                           " can be written by others (mode 702); its objects would run in this "
+                                           "process: chmod 700 it");
+  std::filesystem::permissions(directory_, std::filesystem::perms::owner_all | std::filesystem::perms::group_write);
+  EXPECT_FALSE(DiskCache::open(directory_.string()).ok());
+  const std::string file = (directory_ / "file").string();
+  std::filesystem::permissions(directory_, std::filesystem::perms::owner_all);
+  std::ofstream(file) << "x";
+  EXPECT_EQ(DiskCache::open(file).status().message(), file + " is not a directory");
 }
 
 TEST_F(DiskCacheTest, ConcurrentWritersNeverLeaveAHalfWrittenFile) {

@@ -2,11 +2,16 @@
 // threads that train side by side, compile cliffs, and the errors each must give.
 #include <pthread.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <mutex>
+#include <shared_mutex>
 #include <exception>
 #include <functional>
 #include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <lazyjit/lazyjit.h>
@@ -18,6 +23,8 @@
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
+#include "runtime/barrier_lock.h"
+#include "runtime/logging.h"
 #include "runtime/tensor_impl.h"
 
 namespace lazyjit {
@@ -118,6 +125,155 @@ TEST(DeepGraphTest, MaterialisingALongChainOnASmallStack) {
     Tensor acc = counting_chain(zeros({3}), 5000);
     EXPECT_THAT(acc.to_vector<float>(), ElementsAre(5000, 5000, 5000));
   });
+}
+
+// Item 2: slice bounds and counts never overflow.
+
+TEST(OverflowTest, SliceWithAHugeStepTakesTheFirstElement) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  const Tensor x = arange(10);
+  const Tensor one = slice(x, 0, 0, 10, kMax);
+  EXPECT_EQ(one.shape(), (std::vector<int64_t>{1}));
+  EXPECT_THAT(one.to_vector<int64_t>(), ElementsAre(0));
+  const Tensor from_three = slice(x, 0, 3, kMax, kMax - 5);
+  EXPECT_EQ(from_three.shape(), (std::vector<int64_t>{1}));
+  EXPECT_THAT(cat({from_three, one}, 0).to_vector<int64_t>(), ElementsAre(3, 0));
+  EXPECT_THAT(slice(x, 0, std::numeric_limits<int64_t>::min(), kMax, 4).to_vector<int64_t>(), ElementsAre(0, 4, 8));
+  EXPECT_EQ(slice(x, 0, kMax, kMax, 1).numel(), 0);
+}
+
+// Item 3: unsigned scalars past INT64_MAX keep their value, or fail the fits check.
+
+TEST(OverflowTest, UnsignedScalarsPastInt64KeepTheirValue) {
+  constexpr uint64_t kBig = std::numeric_limits<uint64_t>::max();
+  const Tensor x = Tensor::from_vector<double>({1.0, -2.0});
+  EXPECT_THAT((x * kBig).to_vector<double>(), ElementsAre(18446744073709551615.0, -36893488147419103230.0));
+  EXPECT_EQ(error_of([] { full({1}, kBig, DType::Int64); }), "full: scalar 18446744073709551615 does not fit int64");
+  EXPECT_EQ(error_of([] { (arange(3) + (uint64_t{1} << 63)).numel(); }),
+            "add: scalar 9223372036854775808 does not fit int64");
+  EXPECT_THAT(full({1}, uint64_t{1} << 62, DType::Int64).to_vector<int64_t>(), ElementsAre(int64_t{1} << 62));
+}
+
+// Item 9: dims on rank-0 tensors, the rank limit, and messages that quote what the user wrote.
+
+TEST(ValidationTest, DimsOfARankZeroTensorAreMinusOneAndZero) {
+  const Tensor s = full({}, 2.0);
+  const char* range = "is out of range for a tensor of rank 0 (expected -1 to 0)";
+  EXPECT_EQ(error_of([&] { transpose(s, 0, 3); }), std::string("transpose: dim 3 ") + range);
+  EXPECT_EQ(error_of([&] { squeeze(s, 1); }), std::string("squeeze: dim 1 ") + range);
+  EXPECT_EQ(error_of([&] { argmax(s, -2); }), std::string("argmax: dim -2 ") + range);
+  EXPECT_EQ(error_of([&] { sum(s, {5}); }), std::string("sum: dim 5 ") + range);
+  EXPECT_EQ(transpose(s, -1, 0).item<float>(), 2.0f);
+  EXPECT_EQ(squeeze(s, 0).item<float>(), 2.0f);
+  EXPECT_EQ(argmax(s, 0).item<int64_t>(), 0);
+}
+
+TEST(ValidationTest, UnsqueezeStopsAtTheMaximumRank) {
+  Tensor t = full({}, 1.0);
+  for (int i = 0; i < 64; ++i) t = unsqueeze(t, 0);
+  EXPECT_EQ(t.dim(), 64);
+  EXPECT_EQ(error_of([&] { unsqueeze(t, 0); }), "unsqueeze: the result would have rank 65, past the maximum of 64");
+  EXPECT_EQ((t + 1.0).item<float>(), 2.0f);
+}
+
+TEST(ValidationTest, ReshapeQuotesTheShapeAsWritten) {
+  const Tensor empty = zeros({0});
+  const int64_t big = int64_t{1} << 40;
+  EXPECT_EQ(error_of([&] { reshape(empty, {-1, big, big}); }),
+            "reshape: shape [-1, 1099511627776, 1099511627776] has too many elements");
+  std::string ones = "1";
+  for (int i = 1; i < 65; ++i) ones += ", 1";
+  EXPECT_EQ(error_of([&] { reshape(empty, std::vector<int64_t>(65, 1)); }),
+            "reshape: shape [" + ones + "] has rank 65, past the maximum of 64");
+}
+
+// Item 6: only lazyjit::Error escapes, and out-of-memory names the tensor.
+
+TEST(MemoryTest, CopyingOutAHugeTensorIsAnErrorNamingIt) {
+  const Tensor huge = expand(zeros({1}), {int64_t{1} << 50});
+  EXPECT_EQ(error_of([&] { huge.to_vector<float>(); }),
+            "to_vector: out of memory copying float32[1125899906842624] out (1125899906842624 elements of 4 bytes)");
+  EXPECT_THAT(error_of([&] { sync({huge + 1.0}); }),
+              HasSubstr("out of memory allocating a buffer for float32[1125899906842624] (4503599627370496 bytes)"));
+}
+
+// Item 4: threads that train their own models step independently.
+
+/// Trains y = x . [1, -2, 3, 0.5] with one Linear layer for `steps` SGD steps; its weights.
+std::vector<float> train_linear(uint64_t seed, int steps) {
+  nn::Linear layer(4, 1, seed);
+  optim::SGD opt(layer.parameters(), {.lr = 0.05});
+  const Tensor x = Tensor::from_vector<float>({1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1}, {5, 4});
+  const Tensor y = Tensor::from_vector<float>({1, -2, 3, 0.5f, 2.5f}, {5, 1});
+  for (int s = 0; s < steps; ++s) {
+    Tensor loss = nn::mse_loss(layer(x), y);
+    std::this_thread::yield();  // another thread's step barrier may fall here
+    loss.backward();
+    opt.step();
+    opt.zero_grad();
+    mark_step();
+  }
+  return layer.parameters()[0].to_vector<float>();
+}
+
+TEST(ThreadsTest, TwoThreadsTrainTheirOwnModelsAsIfAlone) {
+  const std::vector<float> alone_a = train_linear(1, 12), alone_b = train_linear(2, 12);
+  std::vector<float> a, b;
+  std::string error_a, error_b;
+  std::thread first([&] { error_a = error_of([&] { a = train_linear(1, 12); }); });
+  std::thread second([&] { error_b = error_of([&] { b = train_linear(2, 12); }); });
+  first.join();
+  second.join();
+  EXPECT_EQ(error_a, "<no error>");
+  EXPECT_EQ(error_b, "<no error>");
+  EXPECT_EQ(a, alone_a);
+  EXPECT_EQ(b, alone_b);
+}
+
+TEST(ThreadsTest, AStepBarrierLeavesOtherThreadsPendingTensorsPending) {
+  const Tensor mine = zeros({2}) + 1.0;
+  Tensor theirs;
+  std::thread other([&] { theirs = zeros({2}) + 2.0; });
+  other.join();
+  mark_step();
+  EXPECT_FALSE(mine.impl()->pending());
+  EXPECT_TRUE(theirs.impl()->pending());
+  EXPECT_THAT(theirs.to_vector<float>(), ElementsAre(2, 2));
+}
+
+// A step barrier that waits is not overtaken by syncs that start after it: once it waits,
+// they wait behind it (a reader-preferring lock let syncing threads hold it off for seconds).
+TEST(ThreadsTest, AWaitingBarrierGoesBeforeSyncsThatStartLater) {
+  runtime::BarrierLock lock;
+  std::atomic<int> order{0};
+  int barrier_at = -1, late_sync_at = -1;
+  lock.lock_shared();  // a running sync
+  std::thread barrier([&] {
+    std::unique_lock exclusive(lock);
+    barrier_at = order++;
+  });
+  while (!lock.writer_waiting()) std::this_thread::yield();
+  std::thread late_sync([&] {
+    std::shared_lock shared(lock);
+    late_sync_at = order++;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // let the late sync try
+  lock.unlock_shared();
+  barrier.join();
+  late_sync.join();
+  EXPECT_EQ(barrier_at, 0);
+  EXPECT_EQ(late_sync_at, 1);
+}
+
+// Item 7: LAZYJIT_LOG_LEVEL in any case; unknown values are reported, not silently "off".
+TEST(ConfigurationTest, LogLevelsInAnyCase) {
+  EXPECT_EQ(runtime::parse_log_level("WARN"), spdlog::level::warn);
+  EXPECT_EQ(runtime::parse_log_level("Warning"), spdlog::level::warn);
+  EXPECT_EQ(runtime::parse_log_level("info"), spdlog::level::info);
+  EXPECT_EQ(runtime::parse_log_level("ERROR"), spdlog::level::err);
+  EXPECT_EQ(runtime::parse_log_level("off"), spdlog::level::off);
+  EXPECT_EQ(runtime::parse_log_level("bogus"), std::nullopt);
+  EXPECT_EQ(runtime::parse_log_level(""), std::nullopt);
 }
 
 }  // namespace

@@ -408,7 +408,7 @@ TEST(OpErrorTest, BadDimsShapesAndDtypesNameTheOpAndValues) {
   expect_error([&] { cat({x, zeros({3, 3})}, 1); },
                "cat: tensor 1 has shape [3,3], which differs from [2,3] outside dim 1");
   expect_error([&] { cat({}, 0); }, "cat: expected at least one tensor");
-  expect_error([&] { unsqueeze(x, 4); }, "unsqueeze: dim 4 is out of range for a tensor of rank 3 (expected -3 to 2)");
+  expect_error([&] { unsqueeze(x, 4); }, "unsqueeze: dim 4 is out of range for a tensor of rank 2 (expected -3 to 2)");
   expect_error([&] { rand({2}, 1, DType::Int32); }, "rand: dtype int32 is not a float dtype");
   expect_error([&] { sum(Tensor(), {}); }, "sum: an operand is an undefined tensor");
 }

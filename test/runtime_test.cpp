@@ -222,7 +222,7 @@ TEST(LiveTensorsTest, PendingTensorsAreLiveUntilMaterialisedOrDestroyed) {
   EXPECT_EQ(live.size(), 2u);
   EXPECT_TRUE(a->pending());
   EXPECT_FALSE(c->pending());
-  std::vector<std::shared_ptr<detail::TensorImpl>> snap = live.snapshot();
+  std::vector<std::shared_ptr<detail::TensorImpl>> snap = live.snapshot(std::this_thread::get_id());
   ASSERT_EQ(snap.size(), 2u);
   EXPECT_EQ(snap[0], a);  // oldest first
   EXPECT_EQ(snap[1], b);
@@ -235,13 +235,13 @@ TEST(LiveTensorsTest, PendingTensorsAreLiveUntilMaterialisedOrDestroyed) {
   EXPECT_EQ(live.size(), 2u);
   b.reset();
   EXPECT_EQ(live.size(), 1u);
-  EXPECT_EQ(live.snapshot().at(0), a);
+  EXPECT_EQ(live.snapshot(std::this_thread::get_id()).at(0), a);
   c->set_ir(leaf);
   EXPECT_EQ(live.size(), 2u);
   a.reset();
   c.reset();
   EXPECT_EQ(live.size(), 0u);
-  EXPECT_TRUE(live.snapshot().empty());
+  EXPECT_TRUE(live.snapshot(std::this_thread::get_id()).empty());
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -13,11 +13,16 @@ namespace lazyjit {
 /// all of them and runs it. Tensors that already hold data are skipped.
 void sync(const std::vector<Tensor>& tensors);
 
-/// The step barrier: materialises every live tensor that has pending IR, in one graph. An
-/// output may be written into the buffer of an input that nothing can read again (a
-/// tensor's old value after an in-place update: `w -= lr * g` runs in place). A barrier for
-/// the whole process: it waits for other threads' running syncs, and their ops on the
-/// tensors it materialises wait until it is done.
+/// The step barrier of the calling thread: materialises, in one graph, every live tensor
+/// with pending IR that this thread gave its value (created it, or last updated it in
+/// place), and ends the graphs kept for autograd by this thread's syncs. An output may be
+/// written into the buffer of an input that nothing can read again (a tensor's old value
+/// after an in-place update: `w -= lr * g` runs in place). Threads that each train their
+/// own model step independently: one thread's mark_step() never materialises another's
+/// forward pass before its backward(). A tensor another thread made and this one only
+/// reads is not materialised here (it is recomputed where read until its own thread steps
+/// it). It waits for other threads' running syncs (syncs that start after it wait for it),
+/// and their ops on the tensors it materialises wait until it is done.
 void mark_step();
 
 /// Bounds the in-memory compile cache to `entries` graphs (0: unbounded; default 1024 or

@@ -15,9 +15,13 @@ class Scalar {
   enum class Kind : uint8_t { Bool, Integral, Floating };
 
   Scalar(bool value) : kind_(Kind::Bool), int_(value) {}  // NOLINT: implicit by design
-  template <std::integral T>
-    requires(!std::same_as<T, bool>)
+  template <std::signed_integral T>
   Scalar(T value) : kind_(Kind::Integral), int_(static_cast<int64_t>(value)) {}  // NOLINT
+  template <std::unsigned_integral T>
+    requires(!std::same_as<T, bool>)
+  Scalar(T value)  // NOLINT
+      : kind_(Kind::Integral), past_int64_(value > static_cast<uint64_t>(INT64_MAX)),
+        int_(static_cast<int64_t>(value)) {}
   template <std::floating_point T>
   Scalar(T value) : kind_(Kind::Floating), float_(static_cast<double>(value)) {}  // NOLINT
 
@@ -32,12 +36,21 @@ class Scalar {
 
   Kind kind() const { return kind_; }
   bool is_floating() const { return kind_ == Kind::Floating; }
-  double to_double() const { return is_floating() ? float_ : static_cast<double>(int_); }
+  /// An unsigned integer at or above 2^63: no int64 holds it (ops check that it fits the
+  /// tensor's dtype; a floating dtype takes it as the nearest double).
+  bool past_int64() const { return past_int64_; }
+  double to_double() const {
+    if (is_floating()) return float_;
+    return past_int64_ ? static_cast<double>(static_cast<uint64_t>(int_)) : static_cast<double>(int_);
+  }
+  /// The integer value; for past_int64() its bits, so check fits first.
   int64_t to_int64() const { return is_floating() ? static_cast<int64_t>(float_) : int_; }
+  uint64_t to_uint64_bits() const { return static_cast<uint64_t>(int_); }
 
  private:
   Kind kind_;
   bool constant_ = false;
+  bool past_int64_ = false;
   union {
     int64_t int_;
     double float_;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <span>
 #include <string>
@@ -55,14 +56,20 @@ class Tensor {
 
   /// Materialises the tensor and copies its elements out in row-major order.
   /// Throws Error when T does not match dtype() (use `to(DType)` first).
+  /// Out of memory for the copy is an Error naming the tensor, as everywhere.
   template <class T>
   std::vector<T> to_vector() const {
+    using Element = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
+    std::vector<Element> out;
+    try {
+      out.resize(static_cast<size_t>(numel_for("to_vector")));
+    } catch (const std::exception&) {  // bad_alloc, or length_error past max_size()
+      throw_out_of_host_memory("to_vector", sizeof(Element));
+    }
     if constexpr (std::is_same_v<T, bool>) {
-      std::vector<uint8_t> bytes(static_cast<size_t>(numel_for("to_vector")));
-      copy_out(bytes.data(), DType::Bool);
-      return std::vector<bool>(bytes.begin(), bytes.end());
+      copy_out(out.data(), DType::Bool);
+      return std::vector<bool>(out.begin(), out.end());
     } else {
-      std::vector<T> out(static_cast<size_t>(numel_for("to_vector")));
       copy_out(out.data(), dtype_of_v<T>);
       return out;
     }
@@ -136,6 +143,7 @@ class Tensor {
  private:
   static Tensor from_data(const void* data, int64_t count, DType dtype, std::vector<int64_t> shape);
   void copy_out(void* dst, DType requested) const;
+  [[noreturn]] void throw_out_of_host_memory(const char* op, size_t element_size) const;
   int64_t numel_for(const char* op) const;
   Scalar item_scalar() const;
   static void check_item_fits(Scalar value, DType requested);

@@ -55,6 +55,13 @@ ir::NodePtr graph_of(const Tensor& t) {
   return history ? history : t.impl()->ir_value();
 }
 
+/// The error for an output that holds data and no graph (materialised by a step barrier).
+std::string no_graph_message(const char* op) {
+  return fmt::format("{}: the output is data with no graph to differentiate: mark_step() ends a step's graphs, so "
+                     "take gradients before it (a tensor made from data has no graph either)",
+                     op);
+}
+
 /// Whether a gradient may flow from a result of this dtype.
 bool carries_gradient(DType dtype) { return is_floating(dtype); }
 
@@ -162,14 +169,12 @@ static std::vector<Tensor> differentiate(const char* op, const Tensor& output, c
         grads.emplace_back();
         continue;
       }
-      if (root->op() == ir::OpKind::Parameter) {
-        throw Error(fmt::format("{}: the output is data with no graph to differentiate: mark_step() ends a step's "
-                                "graphs, so take gradients before it",
-                                op));
-      }
-      throw Error(fmt::format("{}: the output does not depend on input {} ({}) as it is now (a value an in-place "
-                              "update replaced after the output was traced is another value)",
-                              op, i, describe(input)));
+      if (root->op() == ir::OpKind::Parameter) throw Error(no_graph_message(op));
+      const std::string updated =
+          inputs[i].impl()->updates() > 0
+              ? " as it is now (it was updated in place, and a value an in-place update replaced is another value)"
+              : "";
+      throw Error(fmt::format("{}: the output does not depend on input {} ({}){}", op, i, describe(input), updated));
     }
     std::string why;
     for (ir::OpKind blocker : blocked) {
@@ -240,6 +245,9 @@ MarkedTensors& marked_tensors() {
 }
 
 void accumulate_into_marked(const char* op, const Tensor& output, const Tensor& seed) {
+  if (graph_of(output)->op() == ir::OpKind::Parameter && !output.impl()->requires_grad()) {
+    throw Error(no_graph_message(op));
+  }
   std::vector<std::shared_ptr<detail::TensorImpl>> targets = marked_tensors().alive();
   std::vector<Tensor> inputs;
   for (const auto& t : targets) inputs.emplace_back(t);

@@ -15,9 +15,19 @@ namespace lazyjit::codegen {
 /// everything the object depends on (graph, aliasing, LLVM version, CPU and features,
 /// optimisation level: JitCompiler::fingerprint()). Writers write a temporary file and
 /// rename it, so concurrent processes never see a half-written file. Thread-safe.
+///
+/// Trust: the directory is trusted like the program itself (a file with a valid checksum is
+/// loaded and run), so it must be writable by its owner alone. open() creates it 0700 and
+/// refuses one that others can write. Only regular files are read, without following links
+/// or blocking on a FIFO.
 class DiskCache {
  public:
-  explicit DiskCache(std::string directory) : directory_(std::move(directory)) {}
+  /// A disabled cache (no directory).
+  DiskCache() = default;
+  /// The cache in `directory`, created with mode 0700 when missing. An error, and no cache,
+  /// when it cannot be created or is not a directory, belongs to another user, or can be
+  /// written by its group or by others.
+  static absl::StatusOr<DiskCache> open(std::string directory);
   bool enabled() const { return !directory_.empty(); }
 
   /// The object stored under `key`: nullopt when there is none; an error naming the file and
@@ -30,6 +40,8 @@ class DiskCache {
   std::string path_of(const ir::Hash128& key) const;
 
  private:
+  explicit DiskCache(std::string directory) : directory_(std::move(directory)) {}
+
   std::string directory_;
 };
 

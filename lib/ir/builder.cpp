@@ -41,6 +41,7 @@ NodePtr make_stop_gradient(const NodePtr& node) {
 absl::Status check_scalar_fits(std::string_view op, Scalar value, DType dtype) {
   auto fits = [&]<class T>() {
     using L = std::numeric_limits<T>;
+    if (value.past_int64()) return !std::is_integral_v<T>;  // above every int64, within float's range
     if (!value.is_floating()) return value.to_int64() >= L::lowest() && value.to_int64() <= L::max();
     const double v = value.to_double();
     if (std::isnan(v) || std::isinf(v)) return !std::is_integral_v<T>;
@@ -54,7 +55,9 @@ absl::Status check_scalar_fits(std::string_view op, Scalar value, DType dtype) {
     case DType::Float32: ok = fits.operator()<float>(); break;
   }
   if (ok) return absl::OkStatus();
-  const std::string text = value.is_floating() ? fmt::format("{}", value.to_double()) : fmt::format("{}", value.to_int64());
+  const std::string text = value.is_floating() ? fmt::format("{}", value.to_double())
+                           : value.past_int64()  ? fmt::format("{}", value.to_uint64_bits())
+                                                 : fmt::format("{}", value.to_int64());
   return absl::InvalidArgumentError(fmt::format("{}: scalar {} does not fit {}", op, text, dtype_name(dtype)));
 }
 

@@ -37,7 +37,7 @@ absl::StatusOr<Shape> broadcast_shapes(std::string_view op, std::span<const int6
 
 uint64_t unit_dim_mask(std::span<const int64_t> dims) {
   uint64_t mask = 0;
-  for (size_t i = 0; i < dims.size(); ++i) {
+  for (size_t i = 0; i < dims.size() && i < 64; ++i) {  // rank <= kMaxRank == 64
     if (dims[i] == 1) mask |= uint64_t{1} << i;
   }
   return mask;

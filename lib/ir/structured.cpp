@@ -90,7 +90,8 @@ absl::Status check_slice(const Shape& in, const Node::Attrs& attrs, const Shape&
     }
   }
   const int64_t n = out[dim];
-  if (start < 0 || (n > 0 && (start >= in[dim] || start + (n - 1) * step >= in[dim]))) {
+  // (n - 1) * step may overflow; its quotient form cannot.
+  if (start < 0 || n < 0 || (n > 0 && (start >= in[dim] || n - 1 > (in[dim] - 1 - start) / step))) {
     return invalid(fmt::format("slice: {} elements from {} by step {} do not fit dim {} of size {}", n, start, step,
                                dim, in[dim]));
   }
@@ -168,6 +169,7 @@ absl::StatusOr<std::pair<DType, Shape>> structured_result(OpKind op, std::span<c
     case OpKind::Reshape:
       if (absl::Status s = needs_given(); !s.ok()) return s;
       if (!attrs.empty()) return invalid("reshape: takes no attrs");
+      if (absl::Status s = validate_dims("reshape", *given); !s.ok()) return s;
       if (numel(*given) != numel(in)) {
         return invalid(fmt::format("reshape: shape {} is invalid for a tensor of {} elements (shape {})",
                                    shape_to_string(*given), numel(in), shape_to_string(in)));

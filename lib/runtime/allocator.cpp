@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "fmt/format.h"
+#include "fmt/ranges.h"
 #include "lazyjit/error.h"
 
 namespace lazyjit::runtime {
@@ -81,9 +82,23 @@ void CachingAllocator::reset_stats() {
   reused_ = 0;
 }
 
+namespace {
+
+/// A block for `buffer`; out of memory is an Error that names its dtype and shape.
+CachingAllocator::Block allocate_for(CachingAllocator& allocator, const BackendData& buffer) {
+  const size_t bytes = static_cast<size_t>(buffer.size_bytes());
+  try {
+    return allocator.allocate(bytes);
+  } catch (const Error&) {
+    throw Error(fmt::format("out of memory allocating a buffer for {}[{}] ({} bytes)", dtype_name(buffer.dtype()),
+                            fmt::join(buffer.shape(), ","), bytes));
+  }
+}
+
+}  // namespace
+
 CpuBuffer::CpuBuffer(CachingAllocator& allocator, DType dtype, std::vector<int64_t> shape)
-    : BackendData(dtype, std::move(shape)), allocator_(allocator),
-      block_(allocator.allocate(static_cast<size_t>(size_bytes()))) {}
+    : BackendData(dtype, std::move(shape)), allocator_(allocator), block_(allocate_for(allocator, *this)) {}
 
 CpuBuffer::~CpuBuffer() { allocator_.release(block_); }
 

@@ -19,7 +19,7 @@ namespace lazyjit::runtime {
 
 struct CompileOptions {
   DumpDir dump_dir{""};                    ///< LAZYJIT_DUMP_DIR
-  codegen::DiskCache disk_cache{""};       ///< LAZYJIT_CACHE_DIR
+  codegen::DiskCache disk_cache;           ///< LAZYJIT_CACHE_DIR
   int64_t max_graphs = 0;                  ///< LAZYJIT_MAX_GRAPHS; 0: no limit
 };
 

@@ -35,7 +35,7 @@ void GraphExecutor::sync(std::vector<std::shared_ptr<detail::TensorImpl>> tensor
 void GraphExecutor::mark_step() {
   std::unique_lock lock(barrier_mutex_);
   drop_kept_histories();  // before donations are planned: a kept graph would hold old buffers
-  std::vector<std::shared_ptr<detail::TensorImpl>> tensors = live_.snapshot();
+  std::vector<std::shared_ptr<detail::TensorImpl>> tensors = live_.snapshot(std::this_thread::get_id());
   // Claimed before donations are planned: from here no other thread can make new IR that
   // reads these tensors' old values, so the plan's ownership counts stay true.
   for (const auto& t : tensors) t->claim();
@@ -145,19 +145,22 @@ void GraphExecutor::execute(const ir::Graph& graph, const codegen::CompiledGraph
   }
   if (keep_history) {
     std::lock_guard kept(kept_mutex_);
-    if (kept_.size() > 4096) std::erase_if(kept_, [](const auto& weak) { return weak.expired(); });  // syncs, no steps
-    kept_.insert(kept_.end(), targets.begin(), targets.end());
+    if (kept_.size() > 4096) std::erase_if(kept_, [](const Kept& k) { return k.tensor.expired(); });  // no steps
+    for (const auto& t : targets) kept_.push_back({std::this_thread::get_id(), t});
   }
 }
 
 void GraphExecutor::drop_kept_histories() {
-  std::vector<std::weak_ptr<detail::TensorImpl>> kept;
+  std::vector<Kept> mine;
   {
     std::lock_guard lock(kept_mutex_);
-    kept.swap(kept_);
+    const auto others = std::partition(kept_.begin(), kept_.end(),
+                                       [](const Kept& k) { return k.thread == std::this_thread::get_id(); });
+    mine.assign(kept_.begin(), others);
+    kept_.erase(kept_.begin(), others);
   }
-  for (const auto& weak : kept) {
-    if (std::shared_ptr<detail::TensorImpl> t = weak.lock()) t->drop_history();
+  for (const Kept& k : mine) {
+    if (std::shared_ptr<detail::TensorImpl> t = k.tensor.lock()) t->drop_history();
   }
 }
 

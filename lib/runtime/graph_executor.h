@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "codegen/jit_compiler.h"
 #include "lazyjit/runtime.h"
 #include "runtime/allocator.h"
+#include "runtime/barrier_lock.h"
 #include "runtime/counters.h"
 #include "runtime/executor.h"
 #include "runtime/graph_compiler.h"
@@ -36,9 +38,12 @@ class GraphExecutor {
   /// value read twice must not change). Throws Error when the graph cannot be compiled.
   /// Runs alongside other syncs; waits while a step barrier runs.
   void sync(std::vector<std::shared_ptr<detail::TensorImpl>> tensors);
-  /// The step barrier: every live pending tensor in one graph; outputs may take over the
-  /// buffers of inputs nothing else can read again (donation.h). Runs alone: it waits for
-  /// running syncs, and claims its tensors so other threads' ops on them wait for it.
+  /// The step barrier of the calling thread: every live pending tensor this thread gave its
+  /// value (created, or last updated in place), in one graph; outputs may take over the
+  /// buffers of inputs nothing else can read again (donation.h). Other threads' pending
+  /// tensors are theirs to step, so threads that train their own models do not end each
+  /// other's graphs. Runs alone: it waits for running syncs (syncs that start later wait
+  /// for it), and claims its tensors so other threads' ops on them wait for it.
   void mark_step();
   /// From now on, a tensor materialised by sync() keeps the graph that computed it until the
   /// next mark_step(), so autograd can still differentiate through it (`loss.item()` before
@@ -53,7 +58,8 @@ class GraphExecutor {
                                                          std::span<const lowering::Alias> aliases);
   void execute(const ir::Graph& graph, const codegen::CompiledGraph& compiled, std::span<const lowering::Alias> aliases,
                const std::vector<std::shared_ptr<detail::TensorImpl>>& targets, bool keep_history);
-  /// Drops the graphs that syncs kept (keep_history_on_sync): a step barrier ends them.
+  /// Drops the graphs that this thread's syncs kept (keep_history_on_sync): its step
+  /// barrier ends them.
   void drop_kept_histories();
 
   codegen::JitCompiler& compiler_;
@@ -63,10 +69,14 @@ class GraphExecutor {
   LiveTensors& live_;
   RuntimeCounters& counters_;
   GraphCompiler graph_compiler_;
-  std::shared_mutex barrier_mutex_;  // shared: syncs; exclusive: a step barrier
+  BarrierLock barrier_mutex_;  // shared: syncs; exclusive: a step barrier
   std::atomic<bool> keep_history_ = false;
   std::mutex kept_mutex_;
-  std::vector<std::weak_ptr<detail::TensorImpl>> kept_;  // tensors that may hold a history
+  struct Kept {
+    std::thread::id thread;  // whose sync kept it
+    std::weak_ptr<detail::TensorImpl> tensor;
+  };
+  std::vector<Kept> kept_;  // tensors that may hold a history
 };
 
 }  // namespace lazyjit::runtime

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 namespace lazyjit::detail {
@@ -13,14 +14,15 @@ class TensorImpl;
 
 namespace lazyjit::runtime {
 
-/// An intrusive list of pending tensors: O(1) insert and erase, no allocation, so tracing
+/// An intrusive list of pending tensors, each with its owning thread: O(1) insert and erase, no allocation, so tracing
 /// stays cheap. A tensor leaves it when it is materialised or destroyed. Thread-safe.
 class LiveTensors {
  public:
   void insert(detail::TensorImpl* tensor);
   void erase(detail::TensorImpl* tensor);
-  /// Strong references to every pending tensor still alive, oldest first.
-  std::vector<std::shared_ptr<detail::TensorImpl>> snapshot();
+  /// Strong references to the pending tensors still alive that `owner` gave their value
+  /// (created or last updated them in place), oldest first.
+  std::vector<std::shared_ptr<detail::TensorImpl>> snapshot(std::thread::id owner);
   size_t size() const;
 
   /// Step barriers finished so far. A thread that finds a tensor claimed by a barrier reads

@@ -1,5 +1,8 @@
-// The lazyjit logger: spdlog, level from LAZYJIT_LOG_LEVEL (trace|debug|info|warn|error|off).
+// The lazyjit logger: spdlog, level from LAZYJIT_LOG_LEVEL (trace|debug|info|warn|error|off, any case).
 #pragma once
+
+#include <optional>
+#include <string_view>
 
 #include "spdlog/spdlog.h"
 
@@ -8,6 +11,10 @@ namespace lazyjit::runtime {
 /// The process's lazyjit logger: warnings only, unless LAZYJIT_LOG_LEVEL says otherwise. Use
 /// the LAZYJIT_LOG macro: it tests the level before formatting anything.
 spdlog::logger& logger();
+
+/// The level a LAZYJIT_LOG_LEVEL value names, in any case ("WARN", "warning" and "err" too);
+/// nullopt for an unknown one.
+std::optional<spdlog::level::level_enum> parse_log_level(std::string_view text);
 
 #define LAZYJIT_LOG(lvl, ...)                                             \
   do {                                                                    \

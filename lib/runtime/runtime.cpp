@@ -7,6 +7,7 @@
 
 #include "fmt/format.h"
 #include "lazyjit/error.h"
+#include "runtime/logging.h"
 #include "tbb/info.h"
 
 namespace lazyjit::runtime {
@@ -30,9 +31,18 @@ std::string env_string(const char* name) {
   return text ? text : "";
 }
 
+/// The on-disk cache LAZYJIT_CACHE_DIR names; off, with a warning, when its directory cannot
+/// be trusted or created.
+codegen::DiskCache disk_cache() {
+  absl::StatusOr<codegen::DiskCache> cache = codegen::DiskCache::open(env_string("LAZYJIT_CACHE_DIR"));
+  if (cache.ok()) return *std::move(cache);
+  LAZYJIT_LOG(warn, "LAZYJIT_CACHE_DIR: {}; the disk cache is off", std::string(cache.status().message()));
+  return codegen::DiskCache();
+}
+
 CompileOptions compile_options() {
   return {.dump_dir = DumpDir(env_string("LAZYJIT_DUMP_DIR")),
-          .disk_cache = codegen::DiskCache(env_string("LAZYJIT_CACHE_DIR")),
+          .disk_cache = disk_cache(),
           .max_graphs = env_int("LAZYJIT_MAX_GRAPHS", 0, int64_t{1} << 30)};
 }
 

@@ -36,14 +36,22 @@ ir::NodePtr check(absl::StatusOr<ir::NodePtr> node) {
 
 Tensor pending(ir::NodePtr node) { return detail::make_pending(std::move(node)); }
 
-/// `dim` in [0, rank) from PyTorch's [-rank, rank).
-int64_t wrap_dim(std::string_view op, int64_t dim, int64_t rank) {
+/// `dim` in [0, rank) from PyTorch's [-rank, rank); `rank` is the range's, `tensor_rank` the
+/// operand's, for the message (a rank-0 tensor takes the dims of rank 1, -1 and 0).
+int64_t wrap_dim(std::string_view op, int64_t dim, int64_t rank, int64_t tensor_rank) {
   if (dim < -rank || dim >= rank) {
     const int64_t lo = rank == 0 ? -1 : -rank, hi = rank == 0 ? 0 : rank - 1;
-    throw Error(fmt::format("{}: dim {} is out of range for a tensor of rank {} (expected {} to {})", op, dim, rank, lo,
-                            hi));
+    throw Error(fmt::format("{}: dim {} is out of range for a tensor of rank {} (expected {} to {})", op, dim,
+                            tensor_rank, lo, hi));
   }
   return dim < 0 ? dim + rank : dim;
+}
+
+int64_t wrap_dim(std::string_view op, int64_t dim, int64_t rank) { return wrap_dim(op, dim, rank, rank); }
+
+/// A dim of a tensor of rank `rank`, where a rank-0 tensor accepts -1 and 0, as in PyTorch.
+int64_t wrap_dim_of(std::string_view op, int64_t dim, int64_t rank) {
+  return wrap_dim(op, dim, std::max<int64_t>(rank, 1), rank);
 }
 
 /// Ascending, distinct dims in [0, rank); empty `dims` means all of them.
@@ -53,7 +61,7 @@ ir::Node::Attrs reduced_dims(std::string_view op, const std::vector<int64_t>& di
     for (int64_t d = 0; d < rank; ++d) out.push_back(d);
     return out;
   }
-  for (int64_t d : dims) out.push_back(wrap_dim(op, d, std::max<int64_t>(rank, 1)));
+  for (int64_t d : dims) out.push_back(wrap_dim_of(op, d, rank));
   std::sort(out.begin(), out.end());
   if (std::adjacent_find(out.begin(), out.end()) != out.end()) {
     throw Error(fmt::format("{}: dims {} name a dim twice", op, text(dims)));
@@ -153,8 +161,8 @@ Tensor amin(const Tensor& t, std::vector<int64_t> dims, bool keepdim) {
 
 Tensor argmax(const Tensor& t, int64_t dim, bool keepdim) {
   ir::NodePtr x = value_of(t, "argmax");
+  const ir::Node::Attrs attrs = {wrap_dim_of("argmax", dim, x->rank())};
   if (x->rank() == 0) return pending(ir::make_scalar(ir::ScalarValue::of_int(0), DType::Int64, {}));
-  const ir::Node::Attrs attrs = {wrap_dim("argmax", dim, x->rank())};
   return pending(finish_reduce(check(ir::make_structured(OpKind::Argmax, {std::move(x)}, attrs)), attrs, keepdim));
 }
 
@@ -164,7 +172,7 @@ namespace {
 std::pair<ir::NodePtr, ir::Node::Attrs> shifted(std::string_view op, const Tensor& t, int64_t dim) {
   ir::NodePtr x = value_of(t, op);
   if (!is_floating(x->dtype())) x = ir::make_cast(std::move(x), DType::Float32);
-  const ir::Node::Attrs attrs = {wrap_dim(op, dim, std::max(x->rank(), 1))};
+  const ir::Node::Attrs attrs = {wrap_dim_of(op, dim, x->rank())};
   if (x->rank() == 0 || x->shape()[attrs[0]] == 0) return {std::move(x), {}};
   // The shift cancels out of the result, so its exact gradient is zero: autograd skips it.
   ir::NodePtr max = ir::make_stop_gradient(check(ir::make_structured(OpKind::Amax, {x}, attrs)));
@@ -244,18 +252,26 @@ Tensor matmul(const Tensor& ta, const Tensor& tb) {
 
 Tensor reshape(const Tensor& t, std::vector<int64_t> shape) {
   ir::NodePtr x = value_of(t, "reshape");
-  int64_t known = 1;
   int inferred = -1;
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == -1 && inferred < 0) {
       inferred = static_cast<int>(d);
     } else if (shape[d] < 0) {
       throw Error(fmt::format("reshape: invalid shape {} (one dim may be -1, others must be >= 0)", text(shape)));
-    } else {
-      known *= shape[d];
     }
   }
-  const int64_t n = ir::numel(x->shape());
+  // The dims as written (the -1 counted as 1) must be valid before any is computed, so every
+  // message quotes the user's shape and the product below cannot overflow.
+  std::vector<int64_t> known_dims = shape;
+  if (inferred >= 0) known_dims[inferred] = 1;
+  if (known_dims.size() > ir::kMaxRank) {
+    throw Error(fmt::format("reshape: shape {} has rank {}, past the maximum of {}", text(shape), shape.size(),
+                            ir::kMaxRank));
+  }
+  if (!ir::validate_dims("reshape", known_dims).ok()) {
+    throw Error(fmt::format("reshape: shape {} has too many elements", text(shape)));
+  }
+  const int64_t known = ir::numel(known_dims), n = ir::numel(x->shape());
   if (inferred >= 0) {
     if (known == 0 || n % known != 0) {
       throw Error(fmt::format("reshape: shape {} is invalid for a tensor of {} elements (shape {})", text(shape), n,
@@ -263,7 +279,6 @@ Tensor reshape(const Tensor& t, std::vector<int64_t> shape) {
     }
     shape[inferred] = n / known;
   }
-  if (absl::Status s = ir::validate_dims("reshape", shape); !s.ok()) throw Error(std::string(s.message()));
   return pending(reshape_node(std::move(x), to_shape(shape)));
 }
 
@@ -288,10 +303,11 @@ Tensor permute(const Tensor& t, std::vector<int64_t> dims) {
 
 Tensor transpose(const Tensor& t, int64_t dim0, int64_t dim1) {
   const int64_t rank = value_of(t, "transpose")->rank();
+  const int64_t d0 = wrap_dim_of("transpose", dim0, rank), d1 = wrap_dim_of("transpose", dim1, rank);
   if (rank == 0) return t.to(t.dtype());
   std::vector<int64_t> perm(rank);
   std::iota(perm.begin(), perm.end(), 0);
-  std::swap(perm[wrap_dim("transpose", dim0, rank)], perm[wrap_dim("transpose", dim1, rank)]);
+  std::swap(perm[d0], perm[d1]);
   return permute(t, perm);
 }
 
@@ -318,7 +334,7 @@ Tensor slice(const Tensor& t, int64_t dim, int64_t start, int64_t end, int64_t s
   const int64_t size = x->shape()[d];
   auto clamp = [&](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + size : v, 0, size); };
   const int64_t lo = clamp(start), hi = std::max(clamp(end), lo);
-  const int64_t count = (hi - lo + step - 1) / step;
+  const int64_t count = hi == lo ? 0 : (hi - lo - 1) / step + 1;  // no overflow for any step
   if (lo == 0 && count == size) return pending(std::move(x));
   ir::Shape shape = x->shape();
   shape[d] = count;
@@ -355,15 +371,19 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
 
 Tensor squeeze(const Tensor& t, int64_t dim) {
   ir::NodePtr x = value_of(t, "squeeze");
-  if (x->rank() == 0) return pending(std::move(x));
-  const int64_t d = wrap_dim("squeeze", dim, x->rank());
-  if (x->shape()[d] != 1) return pending(std::move(x));
+  const int64_t d = wrap_dim_of("squeeze", dim, x->rank());
+  if (x->rank() == 0 || x->shape()[d] != 1) return pending(std::move(x));
   return pending(squeeze_node(std::move(x), d));
 }
 
 Tensor unsqueeze(const Tensor& t, int64_t dim) {
   ir::NodePtr x = value_of(t, "unsqueeze");
-  return pending(unsqueeze_node(x, wrap_dim("unsqueeze", dim, x->rank() + 1)));
+  const int64_t d = wrap_dim("unsqueeze", dim, x->rank() + 1, x->rank());
+  if (x->rank() >= ir::kMaxRank) {
+    throw Error(fmt::format("unsqueeze: the result would have rank {}, past the maximum of {}", x->rank() + 1,
+                            ir::kMaxRank));
+  }
+  return pending(unsqueeze_node(x, d));
 }
 
 }  // namespace lazyjit

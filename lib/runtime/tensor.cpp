@@ -83,6 +83,12 @@ void Tensor::copy_out(void* dst, DType requested) const {
   rt.counters().bytes_out.fetch_add(data.size_bytes(), std::memory_order_relaxed);
 }
 
+void Tensor::throw_out_of_host_memory(const char* op, size_t element_size) const {
+  const detail::TensorImpl& impl = checked_impl(op);
+  throw Error(fmt::format("{}: out of memory copying {}{} out ({} elements of {} bytes)", op, dtype_name(impl.dtype()),
+                          ir::shape_to_string(impl.shape()), ir::numel(impl.shape()), element_size));
+}
+
 Scalar Tensor::item_scalar() const {
   detail::TensorImpl& impl = checked_impl("item");
   if (ir::numel(impl.shape()) != 1) {

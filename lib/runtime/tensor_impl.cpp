@@ -51,6 +51,11 @@ void TensorImpl::drop_history() {
   old = std::move(history_);
 }
 
+uint64_t TensorImpl::updates() const {
+  Guard guard(lock_);
+  return updates_;
+}
+
 bool TensorImpl::requires_grad() const {
   Guard guard(lock_);
   return requires_grad_;
@@ -118,6 +123,7 @@ void TensorImpl::set_ir(ir::NodePtr ir) {
   BackendDataPtr old_data;
   ir::NodePtr old_leaf, old_history;
   when_unclaimed([&] {
+    ++updates_;
     old_ir = std::exchange(ir_, std::move(ir));
     old_data = std::move(data_);
     old_leaf = std::move(data_leaf_);
@@ -132,6 +138,7 @@ namespace lazyjit::runtime {
 
 void LiveTensors::insert(detail::TensorImpl* t) {
   std::lock_guard lock(mutex_);
+  t->live_owner_ = std::this_thread::get_id();
   if (t->is_live_) return;
   t->is_live_ = true;
   t->live_prev_ = tail_;
@@ -150,11 +157,12 @@ void LiveTensors::erase(detail::TensorImpl* t) {
   --size_;
 }
 
-std::vector<std::shared_ptr<detail::TensorImpl>> LiveTensors::snapshot() {
+std::vector<std::shared_ptr<detail::TensorImpl>> LiveTensors::snapshot(std::thread::id owner) {
   std::lock_guard lock(mutex_);
   std::vector<std::shared_ptr<detail::TensorImpl>> out;
   out.reserve(size_);
   for (detail::TensorImpl* t = head_; t; t = t->live_next_) {
+    if (t->live_owner_ != owner) continue;
     // A tensor whose last handle is going away has a zero count and is skipped; its
     // destructor waits on this mutex before its memory is freed.
     if (auto strong = t->weak_from_this().lock()) out.push_back(std::move(strong));

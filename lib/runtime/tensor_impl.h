@@ -16,7 +16,7 @@ class LiveTensors;
 namespace lazyjit::detail {
 
 /// A tensor's state. Pending: `ir()` is its value's IR and the tensor is in the live-tensor
-/// set, so mark_step() finds it. Materialised: `data()` holds the value and `ir_value()` is a
+/// set, so the mark_step() of the thread that gave it that value finds it. Materialised: `data()` holds the value and `ir_value()` is a
 /// Parameter leaf over it, made once so every use shares one leaf. Shape and dtype never
 /// change (in-place updates keep both).
 ///
@@ -63,7 +63,10 @@ class TensorImpl : public std::enable_shared_from_this<TensorImpl> {
     return set_data(std::move(data), std::move(leaf), computed);
   }
   /// In-place update: keeps its identity and takes `ir` (same shape and dtype) as its value.
+  /// The calling thread becomes the tensor's owner: its mark_step() materialises it.
   void set_ir(ir::NodePtr ir);
+  /// How many in-place updates the tensor has had.
+  uint64_t updates() const;
 
   /// The IR that computed the materialised value, kept by a sync for autograd until the next
   /// step barrier or in-place update; null otherwise.
@@ -113,7 +116,9 @@ class TensorImpl : public std::enable_shared_from_this<TensorImpl> {
   runtime::LiveTensors& live_;
   TensorImpl* live_prev_ = nullptr;  // intrusive links of the live set, guarded by its mutex
   TensorImpl* live_next_ = nullptr;
+  std::thread::id live_owner_;       // the thread that gave it its pending value, likewise
   bool is_live_ = false;
+  uint64_t updates_ = 0;             // in-place updates so far
 };
 
 }  // namespace lazyjit::detail
