@@ -90,6 +90,33 @@ void BM_compile_time_mlp_train_step_lazyjit(benchmark::State& state) {
   run_compile_time(state, [&] { mlp.step(); });
 }
 
+// Compile cliffs: an n-op chain x + 1 + 1 + ..., and n independent results (n shapes, so n
+// kernels) synced at once. Planning and compiling grow linearly with n: compare the rows'
+// compile_seconds across n.
+void BM_compile_cliff_chain_lazyjit(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  const Tensor x = Tensor::from_vector<float>({0.0f, 1.0f, 2.0f});
+  Tensor acc;
+  run_compile_time(state, [&] {
+    acc = x;
+    for (int64_t i = 0; i < n; ++i) acc += 1.0;
+    lazyjit::sync({acc});
+  });
+  if (acc.defined() && acc.to_vector<float>()[2] != static_cast<float>(n + 2)) state.SkipWithError("wrong chain sum");
+}
+void BM_compile_cliff_independent_lazyjit(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  std::vector<Tensor> results;
+  run_compile_time(state, [&] {
+    results.clear();
+    for (int64_t i = 1; i <= n; ++i) results.push_back(lazyjit::arange(i, lazyjit::DType::Float32) * 2.0);
+    lazyjit::sync(results);
+  });
+  if (!results.empty() && results.back().to_vector<float>().back() != static_cast<float>(2 * (n - 1))) {
+    state.SkipWithError("wrong independent result");
+  }
+}
+
 // recompiles: relu(x @ w + b) for x[batch, 128], w[128, 64] at batch 1..64, from an emptied
 // cache; `compiles` counts the first sweep (sizes are runtime values, but a dim of size 1 is a
 // broadcast pattern of its own: batch 1 and batch 2..64 compile once each), then the sweep is
@@ -127,3 +154,5 @@ COMPILE_TIME_BENCH(BM_compile_time_softmax_lazyjit);
 COMPILE_TIME_BENCH(BM_compile_time_matmul_lazyjit);
 COMPILE_TIME_BENCH(BM_compile_time_mlp_train_step_lazyjit);
 LAZYJIT_BENCH(BM_recompiles_lazyjit, benchmark::kMicrosecond, 0.1);
+BENCHMARK(BM_compile_cliff_chain_lazyjit)->Arg(1000)->Arg(4000)->Arg(10000)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3)->DisplayAggregatesOnly(true);
+BENCHMARK(BM_compile_cliff_independent_lazyjit)->Arg(100)->Arg(400)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3)->DisplayAggregatesOnly(true);

@@ -10,6 +10,8 @@
 #include <exception>
 #include <functional>
 #include <limits>
+#include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,14 +20,19 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "codegen/jit_compiler.h"
 #include "ir/graph.h"
 #include "ir/interpreter.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
+#include "lowering/kernel_abi.h"
 #include "runtime/barrier_lock.h"
+#include "runtime/counters.h"
+#include "runtime/graph_compiler.h"
 #include "runtime/logging.h"
 #include "runtime/tensor_impl.h"
+#include "spdlog/sinks/ostream_sink.h"
 
 namespace lazyjit {
 namespace {
@@ -274,6 +281,105 @@ TEST(ConfigurationTest, LogLevelsInAnyCase) {
   EXPECT_EQ(runtime::parse_log_level("off"), spdlog::level::off);
   EXPECT_EQ(runtime::parse_log_level("bogus"), std::nullopt);
   EXPECT_EQ(runtime::parse_log_level(""), std::nullopt);
+}
+
+// Item 5: compile cliffs. Long chains compile in bounded kernels (linear in length), and two
+// ways to end up with huge graphs are reported once, with how to avoid them.
+
+/// Collects what lazyjit logs while it lives.
+class LogCapture {
+ public:
+  LogCapture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(stream_)) {
+    runtime::logger().sinks().push_back(sink_);
+  }
+  ~LogCapture() { std::erase(runtime::logger().sinks(), sink_); }
+  std::string text() {
+    sink_->flush();
+    return stream_.str();
+  }
+
+ private:
+  std::ostringstream stream_;
+  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
+};
+
+int occurrences(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(CompileCliffTest, ALongChainCompilesAsBoundedKernels) {
+  const int64_t launched = metrics().kernels_launched;
+  const Tensor acc = counting_chain(zeros({3}), 1000);
+  EXPECT_THAT(acc.to_vector<float>(), ElementsAre(1000, 1000, 1000));
+  EXPECT_EQ(metrics().kernels_launched - launched, 1000 / lowering::kMaxFusedDepth + 1);
+}
+
+TEST(CompileCliffTest, CutChainsThroughViewsReductionsAndProductsMatchTheInterpreter) {
+  std::vector<float> values(16);
+  for (int i = 0; i < 16; ++i) values[i] = 0.1f * static_cast<float>(i % 5) - 0.2f;
+  const Tensor x = Tensor::from_vector(values, {4, 4});
+  Tensor acc = x, early;
+  for (int i = 0; i < 3 * lowering::kMaxFusedDepth; ++i) {
+    acc = i % 7 == 0 ? transpose(acc, 0, 1) * 0.99 : acc + 0.001 * (i % 3);
+    if (i == lowering::kMaxFusedDepth) early = acc;  // a result that is itself cut out
+  }
+  const std::vector<Tensor> results = {acc, early, matmul(acc, x), sum(acc, {1}), softmax(acc, 0)};
+  std::vector<ir::NodePtr> roots;
+  for (const Tensor& t : results) roots.push_back(t.impl()->ir());
+  const std::vector<ir::HostTensor> want = ir::interpret(ir::build_graph(roots));
+  sync(results);
+  for (size_t r = 0; r < results.size(); ++r) {
+    const std::vector<float> got = results[r].to_vector<float>();
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[r].as_double(i), 1e-4) << r << " " << i;
+  }
+}
+
+TEST(CompileCliffTest, ADonatedUpdateThroughACutChainReadsTheOldValues) {
+  Tensor w = Tensor::from_vector<float>({1, 2, 3});
+  for (int i = 0; i < lowering::kMaxFusedDepth + 10; ++i) w += 0.5 * w - 0.5 * w + 1.0;
+  const int64_t donations = metrics().donations;
+  mark_step();
+  EXPECT_EQ(metrics().donations - donations, 1);
+  const float n = static_cast<float>(lowering::kMaxFusedDepth + 10);
+  EXPECT_THAT(w.to_vector<float>(), ElementsAre(1 + n, 2 + n, 3 + n));
+}
+
+TEST(CompileCliffTest, ATrainingLoopThatNeverStepsIsReportedOnce) {
+  LogCapture log;
+  Tensor w = Tensor::from_vector<float>({1, 2, 3});
+  for (int i = 0; i < 20; ++i) {
+    w -= 0.01 * w;
+    EXPECT_GT(sum(w * w).item<float>(), 0.0f);
+  }
+  EXPECT_EQ(occurrences(log.text(), "each compiled a new, larger graph"), 1) << log.text();
+  EXPECT_THAT(log.text(), HasSubstr("Call lazyjit::mark_step() at the end of each training step"));
+}
+
+TEST(CompileCliffTest, ATrainingLoopThatStepsIsNotReported) {
+  LogCapture log;
+  Tensor w = Tensor::from_vector<float>({1, 2, 3});
+  for (int i = 0; i < 20; ++i) {
+    w -= 0.01 * w;
+    EXPECT_GT(sum(w * w).item<float>(), 0.0f);
+    mark_step();
+  }
+  EXPECT_EQ(occurrences(log.text(), "larger graph"), 0) << log.text();
+}
+
+TEST(CompileCliffTest, ASlowCompileIsReportedOnceWithHowToCutIt) {
+  LogCapture log;
+  absl::StatusOr<std::unique_ptr<codegen::JitCompiler>> jit = codegen::JitCompiler::create();
+  ASSERT_TRUE(jit.ok());
+  runtime::RuntimeCounters counters;
+  runtime::GraphCompiler compiler(**jit, counters, {.slow_compile_seconds = 0.0});
+  for (double step : {1.0, 2.0}) {
+    const Tensor t = zeros({2}) * step + (step > 1 ? exp(zeros({2})) : zeros({2}));
+    const ir::Graph graph = ir::build_graph(std::vector<ir::NodePtr>{t.impl()->ir()});
+    ASSERT_TRUE(compiler.compile(graph, {}, graph.key).ok());
+  }
+  EXPECT_EQ(occurrences(log.text(), "To cut it: call lazyjit::mark_step() at the end of each step"), 1) << log.text();
 }
 
 }  // namespace

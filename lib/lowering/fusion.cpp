@@ -29,7 +29,8 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 class Planner {
  public:
-  Planner(const ir::Graph& graph) : graph_(graph), n_(static_cast<int>(graph.nodes.size())), users_(n_) {
+  Planner(const ir::Graph& graph)
+      : graph_(graph), n_(static_cast<int>(graph.nodes.size())), users_(n_), cuts_(chain_cuts(graph)) {
     for (int i = 0; i < n_; ++i) {
       for (int operand : graph.operands[i]) users_[operand].push_back(i);
     }
@@ -55,12 +56,13 @@ class Planner {
 
   void draft_kernels() {
     for (int i = 0; i < n_; ++i) {
+      if (cuts_[i]) add({KernelKind::Elementwise, i}, -1, i).spec.cut = i;
       if (!is_boundary(graph_, i)) continue;
       if (kind_of(graph_, i) == LoweringKind::Matmul) {
         // A left operand already in memory is read in place (rows of A are contiguous); one
         // that is computed is packed as it is evaluated.
         const int a = graph_.operands[i][0];
-        if (graph_.parameter_slot[a] < 0 && !is_boundary(graph_, a)) add({KernelKind::PackA, i}, -1, i);
+        if (graph_.parameter_slot[a] < 0 && !is_boundary(graph_, a) && !cuts_[a]) add({KernelKind::PackA, i}, -1, i);
         add({KernelKind::PackB, i}, -1, i);
         add({KernelKind::Matmul, i}, -1, i);
       } else {
@@ -96,11 +98,12 @@ class Planner {
 
   /// Whether `spec` computes node `n` itself (rather than reading it from a buffer).
   bool computes(const KernelSpec& spec, int n) const {
+    if (cuts_[n]) return spec.cut == n;
     if (!is_boundary(graph_, n)) return true;
     return std::find(spec.stages.begin(), spec.stages.end(), n) != spec.stages.end();
   }
 
-  std::vector<bool> region(const KernelSpec& spec) const { return region_of(graph_, spec); }
+  std::vector<bool> region(const KernelSpec& spec) const { return region_of(graph_, cuts_, spec); }
 
   /// Nodes evaluated at (a broadcast of) the domain's element index: the results, the stages'
   /// operands, and what they reach through elementwise ops.
@@ -109,12 +112,13 @@ class Planner {
     std::vector<int> stack;
     for (int r : spec.results) stack.push_back(graph_.roots[r]);
     for (int s : spec.stages) stack.push_back(graph_.operands[s][0]);
+    if (spec.cut >= 0) stack.push_back(spec.cut);
     while (!stack.empty()) {
       const int i = stack.back();
       stack.pop_back();
       if (direct[i]) continue;
       direct[i] = true;
-      if (kind_of(graph_, i) != LoweringKind::Elementwise) continue;
+      if (kind_of(graph_, i) != LoweringKind::Elementwise || (cuts_[i] && i != spec.cut)) continue;
       for (int operand : graph_.operands[i]) stack.push_back(operand);
     }
     return direct;
@@ -184,6 +188,7 @@ class Planner {
   KernelPlan finish(const std::string& prefix) {
     KernelPlan plan;
     plan.buffer_of.assign(n_, -1);
+    plan.cuts = cuts_;
     const int num_parameters = static_cast<int>(graph_.parameters.size());
     const int num_results = static_cast<int>(graph_.roots.size());
     for (int i = 0; i < n_; ++i) {
@@ -196,8 +201,8 @@ class Planner {
       if (spec.kind == KernelKind::PackA || spec.kind == KernelKind::PackB) {
         spec.temps.push_back(static_cast<int>(plan.temps.size()));
         plan.temps.push_back({spec.kind == KernelKind::PackA ? TempBuffer::Kind::PackedA : TempBuffer::Kind::PackedB, b});
-      } else if (b >= 0 && (spec.kind == KernelKind::Rows || spec.kind == KernelKind::Matmul)) {
-        if (result_of_[b] >= 0) {
+      } else if (b >= 0 && (spec.kind == KernelKind::Rows || spec.kind == KernelKind::Matmul || spec.cut >= 0)) {
+        if (result_of_[b] >= 0 && spec.cut < 0) {  // a cut that is a result: its group kernel copies it
           plan.buffer_of[b] = num_parameters + result_of_[b];
         } else {
           spec.temps.push_back(static_cast<int>(plan.temps.size()));
@@ -220,8 +225,9 @@ class Planner {
       if (!in[i]) continue;
       const ir::OpKind op = graph_.nodes[i]->op();
       const LoweringKind kind = kind_of(graph_, i);
-      if (op == OpKind::Rand || op == OpKind::Randn || (kind != LoweringKind::Leaf && kind != LoweringKind::Elementwise)) {
-        spec.collapsed = false;
+      if (op == OpKind::Rand || op == OpKind::Randn || (kind != LoweringKind::Leaf && kind != LoweringKind::Elementwise) ||
+          (cuts_[i] && i != spec.cut)) {
+        spec.collapsed = false;  // the collapsed loop nest computes every node; it reads no temporaries
       }
       const int slot = graph_.parameter_slot[i];
       if (slot < 0 || std::find(spec.reads.begin(), spec.reads.end(), slot) != spec.reads.end()) continue;
@@ -247,6 +253,7 @@ class Planner {
   int n_;
   std::vector<std::vector<int>> users_;
   std::vector<int> result_of_;
+  std::vector<bool> cuts_;
   std::vector<Draft> drafts_;
 };
 
@@ -263,7 +270,11 @@ int stored_value(const ir::Graph& graph, int node) {
 
 std::string symbol_prefix(const ir::Graph& graph) { return "lj_" + graph.key.to_hex(); }
 
-std::vector<bool> region_of(const ir::Graph& graph, const KernelSpec& kernel) {
+std::vector<bool> region_of(const ir::Graph& graph, const KernelPlan& plan, const KernelSpec& kernel) {
+  return region_of(graph, plan.cuts, kernel);
+}
+
+std::vector<bool> region_of(const ir::Graph& graph, const std::vector<bool>& cuts, const KernelSpec& kernel) {
   std::vector<bool> in(graph.nodes.size(), false);
   std::vector<int> stack;
   if (kernel.kind == KernelKind::PackA || kernel.kind == KernelKind::PackB) {
@@ -279,10 +290,28 @@ std::vector<bool> region_of(const ir::Graph& graph, const KernelSpec& kernel) {
     if (in[i]) continue;
     in[i] = true;
     const bool stage = std::find(kernel.stages.begin(), kernel.stages.end(), i) != kernel.stages.end();
-    if (is_boundary(graph, i) && !stage) continue;
+    if ((is_boundary(graph, i) && !stage) || (cuts[i] && i != kernel.cut)) continue;
     for (int operand : graph.operands[i]) stack.push_back(operand);
   }
   return in;
+}
+
+std::vector<bool> chain_cuts(const ir::Graph& graph) {
+  const size_t n = graph.nodes.size();
+  std::vector<bool> cuts(n, false);
+  std::vector<int> depth(n, 0);  // ops computed in a row up to the node, within one kernel
+  for (size_t i = 0; i < n; ++i) {
+    const LoweringKind kind = ir::op_info(graph.nodes[i]->op()).kind;
+    if (kind != LoweringKind::Elementwise && kind != LoweringKind::View) continue;
+    int deepest = 0;
+    for (int operand : graph.operands[i]) deepest = std::max(deepest, depth[operand]);
+    depth[i] = deepest + 1;
+    if (depth[i] >= kMaxFusedDepth) {
+      cuts[i] = true;
+      depth[i] = 0;  // read back from memory by its users
+    }
+  }
+  return cuts;
 }
 
 std::vector<int> shape_offsets(const ir::Graph& graph) {

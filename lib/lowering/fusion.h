@@ -30,9 +30,13 @@ int stored_value(const ir::Graph& graph, int node);
 /// The kernel symbols' prefix for `graph`: "lj_" and the graph key.
 std::string symbol_prefix(const ir::Graph& graph);
 
-/// Per node of `graph`: whether `kernel` evaluates it (the nodes it computes, and the leaves
-/// and buffers it reads them from).
-std::vector<bool> region_of(const ir::Graph& graph, const KernelSpec& kernel);
+/// Per node of `graph`: whether `kernel` of `plan` evaluates it (the nodes it computes, and
+/// the leaves and buffers it reads them from).
+std::vector<bool> region_of(const ir::Graph& graph, const KernelPlan& plan, const KernelSpec& kernel);
+std::vector<bool> region_of(const ir::Graph& graph, const std::vector<bool>& cuts, const KernelSpec& kernel);
+
+/// The nodes of `graph` that are cut out of long chains (KernelPlan::cuts).
+std::vector<bool> chain_cuts(const ir::Graph& graph);
 
 /// The runtime shape table of `graph` (every node's dims in post-order), and where each
 /// node's dims start in it.

@@ -39,6 +39,8 @@ struct KernelSpec {
   bool collapsed = false;           ///< leaves and elementwise ops only: the collapsed loop nest
   std::vector<int> reads = {};      ///< parameter slots the kernel reads
   std::vector<int> direct_reads = {};  ///< of those, the ones read only at the element being written
+  int cut = -1;                     ///< Elementwise: the node of a long chain this kernel stores for
+                                    ///< later kernels (a temporary), instead of results
 };
 
 /// A buffer the runtime allocates for one run of the graph, for values kernels pass on.
@@ -53,7 +55,15 @@ struct KernelPlan {
   std::vector<KernelSpec> kernels;
   std::vector<TempBuffer> temps;
   std::vector<int> buffer_of;  ///< per node: the buffer later kernels read its value from, or -1
+  std::vector<bool> cuts;      ///< per node: an elementwise or view node stored by a kernel of its
+                               ///< own, so that no kernel computes a chain deeper than kMaxFusedDepth
 };
+
+/// The deepest chain of elementwise and view ops one kernel computes; a deeper one is cut
+/// into kernels that pass values through memory. Emitting and compiling a kernel costs more
+/// than linear time in its depth, so bounded kernels make a long chain compile in linear time
+/// (and keep the emitter's recursion shallow).
+inline constexpr int kMaxFusedDepth = 128;
 
 /// Register tiling of the matmul kernels for `dtype_size`-byte elements: MR rows by NR
 /// columns of accumulators (two 64-byte vectors per row), MB rows per parallel tile.

@@ -101,6 +101,7 @@ class Emitter {
         if (rank > 0) dims[rank - 1] = j;
         Index index{dims, b_.CreateAdd(base, j)};
         store_results(spec_.results, index.linear, index);
+        if (spec_.cut >= 0) e_.store(spec_.cut, plan_.buffer_of[spec_.cut], index.linear, e_.at(spec_.cut, index));
       });
     });
     e_.forget();

@@ -3,6 +3,7 @@
 
 #include "llvm/IR/IRBuilder.h"
 #include "lowering/elementwise.h"
+#include "lowering/expr.h"
 #include "lowering/fusion.h"
 
 namespace lazyjit::lowering {
@@ -57,55 +58,22 @@ class KernelEmitter {
   KernelEmitter(llvm::Module& module, const ir::Graph& graph, const KernelPlan& kernels, const KernelSpec& spec,
                 std::span<const Alias> aliases)
       : aliases_(aliases), module_(module), ctx_(module.getContext()), graph_(graph), spec_(spec), b_(ctx_),
-        num_temps_(static_cast<int>(kernels.temps.size())), needed_(region_of(graph, spec)),
+        num_temps_(static_cast<int>(kernels.temps.size())), needed_(region_of(graph, kernels, spec)),
+        cut_buffer_(spec.cut >= 0 ? kernels.buffer_of[spec.cut] : -1),
         plan_(plan_indexing(graph, needed_, *graph.nodes[spec.domain])),
         domain_offset_(shape_offsets(graph)[spec.domain]), values_(graph.nodes.size(), nullptr) {}
 
   void emit() {
-    llvm::Function* body = emit_body();
-    emit_entry(body);
+    fn_ = create_kernel_body(module_, spec_.symbol, num_buffers());
+    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", fn_));
+    emit_prologue();
+    emit_loops();
+    fn_ = emit_kernel_entry(module_, spec_.symbol, fn_, num_buffers());
   }
 
  private:
   int num_buffers() const {
     return temp_buffer_index(static_cast<int>(graph_.parameters.size()), static_cast<int>(graph_.roots.size()), num_temps_);
-  }
-
-  /// The ABI function: loads the buffer pointers and calls the body, whose pointer arguments
-  /// are noalias (distinct buffers), so the vectoriser needs no runtime alias checks.
-  void emit_entry(llvm::Function* body) {
-    auto* ptr = b_.getPtrTy();
-    auto* i64 = b_.getInt64Ty();
-    auto* type = llvm::FunctionType::get(b_.getVoidTy(), {ptr, ptr, i64, i64}, false);
-    auto* fn = llvm::Function::Create(type, llvm::Function::ExternalLinkage, spec_.symbol, module_);
-    fn->addFnAttr(llvm::Attribute::NoUnwind);
-    const char* names[] = {"buffers", "shapes", "begin", "end"};
-    for (int i = 0; i < 4; ++i) fn->getArg(i)->setName(names[i]);
-    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", fn));
-    std::vector<Value*> args;
-    for (int i = 0; i < num_buffers(); ++i) {
-      args.push_back(b_.CreateLoad(ptr, b_.CreateConstInBoundsGEP1_64(ptr, fn->getArg(0), i)));
-    }
-    for (int i = 1; i < 4; ++i) args.push_back(fn->getArg(i));
-    b_.CreateCall(body, args);
-    b_.CreateRetVoid();
-  }
-
-  llvm::Function* emit_body() {
-    auto* ptr = b_.getPtrTy();
-    auto* i64 = b_.getInt64Ty();
-    std::vector<llvm::Type*> params(num_buffers() + 1, ptr);
-    params.push_back(i64);
-    params.push_back(i64);
-    auto* fn = llvm::Function::Create(llvm::FunctionType::get(b_.getVoidTy(), params, false),
-                                      llvm::Function::InternalLinkage, spec_.symbol + ".body", module_);
-    fn->addFnAttr(llvm::Attribute::NoUnwind);
-    for (int i = 0; i < num_buffers(); ++i) fn->addParamAttr(i, llvm::Attribute::NoAlias);
-    fn_ = fn;
-    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", fn));
-    emit_prologue();
-    emit_loops();
-    return fn;
   }
 
   /// The buffer result `r` is written to: its own, or the parameter it was donated. Stores
@@ -243,13 +211,16 @@ class KernelEmitter {
       values_[i] = emit_elementwise(b_, node, args);
     }
     Value* out_index = b_.CreateAdd(base, j, "out");
-    for (int r : spec_.results) {
-      const ir::Node& root = *graph_.nodes[graph_.roots[r]];
-      Value* value = values_[graph_.roots[r]];
-      if (root.dtype() == DType::Bool) value = b_.CreateZExt(value, b_.getInt8Ty());
-      llvm::Type* type = storage_type(ctx_, root.dtype());
-      b_.CreateStore(value, b_.CreateInBoundsGEP(type, arg(output_buffer(r)), out_index));
-    }
+    for (int r : spec_.results) store(graph_.roots[r], output_buffer(r), out_index);
+    if (spec_.cut >= 0) store(spec_.cut, cut_buffer_, out_index);
+  }
+
+  void store(int n, int buffer, Value* index) {
+    const ir::Node& node = *graph_.nodes[n];
+    Value* value = values_[n];
+    if (node.dtype() == DType::Bool) value = b_.CreateZExt(value, b_.getInt8Ty());
+    llvm::Type* type = storage_type(ctx_, node.dtype());
+    b_.CreateStore(value, b_.CreateInBoundsGEP(type, arg(buffer), index));
   }
 
   Value* load_leaf(const ir::Node& leaf, int n, Value* offset) {
@@ -268,6 +239,7 @@ class KernelEmitter {
   IRBuilder<> b_;
   int num_temps_;
   std::vector<bool> needed_;
+  int cut_buffer_;
   IndexPlan plan_;
   int domain_offset_;
   llvm::Function* fn_ = nullptr;

@@ -44,7 +44,8 @@ std::vector<bool> owned_by_graph_alone(const ir::Graph& graph) {
 
 }  // namespace
 
-std::vector<lowering::Alias> plan_donations(const ir::Graph& graph, const std::vector<lowering::KernelSpec>& kernels) {
+std::vector<lowering::Alias> plan_donations(const ir::Graph& graph, const lowering::KernelPlan& plan) {
+  const std::vector<lowering::KernelSpec>& kernels = plan.kernels;
   std::vector<lowering::Alias> aliases;
   if (graph.parameters.empty()) return aliases;
   // readers[slot][k]: whether kernel k reads parameter `slot`.
@@ -66,7 +67,7 @@ std::vector<lowering::Alias> plan_donations(const ir::Graph& graph, const std::v
       const lowering::KernelSpec& spec = kernels[k];
       const bool computes = spec.domain == stored || std::ranges::find(spec.stages, stored) != spec.stages.end();
       if (static_cast<int>(k) == kernel_of_result[r] || computes) continue;
-      if (regions[k].empty()) regions[k] = lowering::region_of(graph, spec);
+      if (regions[k].empty()) regions[k] = lowering::region_of(graph, plan, spec);
       read_back[r] = regions[k][stored];
     }
   }

@@ -20,8 +20,8 @@ namespace lazyjit::runtime {
 ///  - every other kernel reading the parameter runs before the write: kernels that write a
 ///    donated buffer run after all the others (donation_order), and do not read a buffer
 ///    another of them writes.
-/// Each parameter is donated at most once. `kernels` is the graph's fusion plan.
-std::vector<lowering::Alias> plan_donations(const ir::Graph& graph, const std::vector<lowering::KernelSpec>& kernels);
+/// Each parameter is donated at most once. `plan` is the graph's fusion plan.
+std::vector<lowering::Alias> plan_donations(const ir::Graph& graph, const lowering::KernelPlan& plan);
 
 /// The order to run `kernels` in under `aliases`: those writing no donated buffer first.
 std::vector<size_t> donation_order(const std::vector<lowering::KernelSpec>& kernels,

@@ -109,6 +109,13 @@ absl::StatusOr<codegen::CompileCache::Entry> GraphCompiler::load_or_compile(cons
   const size_t kernels = (*code)->kernels().size();
   LAZYJIT_LOG(info, "compiled graph {} ({} nodes, {} kernel{}, {:.1f} ms): {}", stem, graph.nodes.size(),
               kernels, kernels == 1 ? "" : "s", ns / 1e6, why);
+  if (ns / 1e9 > options_.slow_compile_seconds && !reported_slow_.exchange(true)) {
+    LAZYJIT_LOG(warn,
+                "compiling graph {} ({} nodes, {} kernels) took {:.1f} s. To cut it: call lazyjit::mark_step() at the "
+                "end of each step (or sync() intermediate results) so that one graph holds one step's work, and set "
+                "LAZYJIT_CACHE_DIR so that later runs load the code instead of compiling it (reported once)",
+                stem, graph.nodes.size(), kernels, ns / 1e9);
+  }
   return code;
 }
 

@@ -2,6 +2,7 @@
 // dump. One per runtime; the GraphExecutor calls it through the CompileCache.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <span>
@@ -21,6 +22,7 @@ struct CompileOptions {
   DumpDir dump_dir{""};                    ///< LAZYJIT_DUMP_DIR
   codegen::DiskCache disk_cache;           ///< LAZYJIT_CACHE_DIR
   int64_t max_graphs = 0;                  ///< LAZYJIT_MAX_GRAPHS; 0: no limit
+  double slow_compile_seconds = 1.0;       ///< a compile that takes longer is reported, once
 };
 
 class GraphCompiler {
@@ -48,6 +50,7 @@ class GraphCompiler {
   RuntimeCounters& counters_;
   CompileOptions options_;
   CompileLog log_;
+  std::atomic<bool> reported_slow_ = false;
   std::mutex warned_mutex_;
   absl::flat_hash_set<std::string> warned_;
 };

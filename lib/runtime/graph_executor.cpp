@@ -34,6 +34,7 @@ void GraphExecutor::sync(std::vector<std::shared_ptr<detail::TensorImpl>> tensor
 
 void GraphExecutor::mark_step() {
   std::unique_lock lock(barrier_mutex_);
+  watch_growth(0);
   drop_kept_histories();  // before donations are planned: a kept graph would hold old buffers
   std::vector<std::shared_ptr<detail::TensorImpl>> tensors = live_.snapshot(std::this_thread::get_id());
   // Claimed before donations are planned: from here no other thread can make new IR that
@@ -70,8 +71,9 @@ void GraphExecutor::materialize(std::vector<std::shared_ptr<detail::TensorImpl>>
   counters_.graphs_traced.fetch_add(1, std::memory_order_relaxed);
   const ir::Graph graph = ir::build_graph(roots);
   roots.clear();  // the graph holds them now
+  if (!barrier) watch_growth(graph.nodes.size());
   std::vector<lowering::Alias> aliases;
-  if (barrier) aliases = plan_donations(graph, lowering::plan_kernels(graph, lowering::symbol_prefix(graph)).kernels);
+  if (barrier) aliases = plan_donations(graph, lowering::plan_kernels(graph, lowering::symbol_prefix(graph)));
   std::shared_ptr<const codegen::CompiledGraph> code = compiled(graph, aliases);
   execute(graph, *code, aliases, targets, !barrier && keep_history_.load(std::memory_order_relaxed));
 }
@@ -162,6 +164,30 @@ void GraphExecutor::drop_kept_histories() {
   for (const Kept& k : mine) {
     if (std::shared_ptr<detail::TensorImpl> t = k.tensor.lock()) t->drop_history();
   }
+}
+
+void GraphExecutor::watch_growth(size_t nodes) {
+  // Eight larger graphs in a row is no accident; one step's syncs rarely grow that often.
+  constexpr int kGrowingSyncs = 8;
+  std::lock_guard lock(growth_mutex_);
+  Growth& growth = growth_[std::this_thread::get_id()];
+  if (nodes == 0) {
+    growth = {};
+    return;
+  }
+  if (growth.syncs == 0 || nodes <= growth.last) {
+    growth = {nodes, nodes, 1};
+    return;
+  }
+  growth.last = nodes;
+  if (++growth.syncs < kGrowingSyncs || reported_growth_) return;
+  reported_growth_ = true;
+  LAZYJIT_LOG(warn,
+              "the last {} syncs on this thread each compiled a new, larger graph ({} -> {} nodes) with no "
+              "mark_step() between them: tensors updated in place (weights, optimizer state) stay pending, so each "
+              "read recompiles their whole history. Call lazyjit::mark_step() at the end of each training step "
+              "(reported once)",
+              growth.syncs, growth.first, growth.last);
 }
 
 std::string GraphExecutor::dump(const std::vector<std::shared_ptr<detail::TensorImpl>>& tensors,

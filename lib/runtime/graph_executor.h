@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "codegen/compile_cache.h"
 #include "codegen/jit_compiler.h"
 #include "lazyjit/runtime.h"
@@ -61,6 +62,10 @@ class GraphExecutor {
   /// Drops the graphs that this thread's syncs kept (keep_history_on_sync): its step
   /// barrier ends them.
   void drop_kept_histories();
+  /// Watches for a training loop without mark_step(): syncs of this thread that each compile
+  /// a larger graph than the last, because in-place updates stay pending and every read
+  /// recompiles their whole history. Warns once. A barrier (`nodes` 0) starts over.
+  void watch_growth(size_t nodes);
 
   codegen::JitCompiler& compiler_;
   codegen::CompileCache& cache_;
@@ -77,6 +82,13 @@ class GraphExecutor {
     std::weak_ptr<detail::TensorImpl> tensor;
   };
   std::vector<Kept> kept_;  // tensors that may hold a history
+  struct Growth {
+    size_t first = 0, last = 0;  // node counts of the first and last sync of the run
+    int syncs = 0;               // consecutive syncs, each larger than the one before
+  };
+  std::mutex growth_mutex_;
+  absl::flat_hash_map<std::thread::id, Growth> growth_;  // per thread
+  bool reported_growth_ = false;
 };
 
 }  // namespace lazyjit::runtime

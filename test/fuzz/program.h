@@ -1,0 +1,349 @@
+// One fuzz program: a pool of live tensors, each with its host reference value, that random
+// calls read and extend. Every call is checked against the contract (oracle.h) and every
+// materialised value against its reference; the first failure ends the program.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <string>
+#include <typeinfo>
+#include <vector>
+
+#include "fmt/format.h"
+#include "fmt/ranges.h"
+#include "oracle.h"
+#include "reference.h"
+#include "transcript.h"
+#include "lazyjit/lazyjit.h"
+
+namespace lazyjit::fuzz {
+
+/// Tensors past this many elements are traced and checked but never kept or materialised.
+inline constexpr int64_t kMaxKeptElements = 4096;
+inline constexpr int kPoolSize = 12;
+
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : gen_(seed) {}
+  int64_t range(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(gen_); }
+  bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(gen_) < p; }
+  double real(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(gen_); }
+  uint64_t bits() { return gen_(); }
+  template <class T>
+  T pick(std::initializer_list<T> items) {
+    return items.begin()[range(0, static_cast<int64_t>(items.size()) - 1)];
+  }
+
+ private:
+  std::mt19937_64 gen_;
+};
+
+/// How an op's rounding relates to the interpreter's. Exact: the same (views, selections,
+/// IEEE arithmetic). Rounds: a float result may differ in the last bits. Steps: a small
+/// change of a float operand can flip the result (comparisons, float to integer, argmax).
+enum class Numerics { Exact, Rounds, Steps };
+
+/// One traced call. `run` performs it on the given tensors (the pool's, or host copies of
+/// them for the reference); `text` is its C++ spelling without the assignment.
+struct Call {
+  std::string text;
+  std::vector<int> inputs;
+  std::function<Tensor(const std::vector<Tensor>&)> run;
+  Expect expect;
+  Numerics numerics = Numerics::Exact;
+  bool in_place = false;  ///< updates the tensor of inputs[0] instead of making a new one
+  double growth = 1;      ///< how many operand magnitudes one result element may add up
+};
+
+/// A pool slot: a tensor, the value it must have, and how exactly.
+struct Entry {
+  Tensor tensor;
+  ir::HostTensor ref;
+  Trust trust = Trust::Exact;
+  double scale = 0;
+  std::string name;
+};
+
+class Program {
+ public:
+  explicit Program(uint64_t seed) : seed_(seed), rng_(seed) {}
+
+  uint64_t seed() const { return seed_; }
+  Rng& rng() { return rng_; }
+  int size() const { return static_cast<int>(pool_.size()); }
+  const Entry& entry(int slot) const { return pool_[slot]; }
+  Meta meta(int slot) const { return meta_of(pool_[slot].ref); }
+  const std::string& name(int slot) const { return pool_[slot].name; }
+  int pick() { return static_cast<int>(rng_.range(0, size() - 1)); }
+  bool failed() const { return !failure_.empty(); }
+  const std::string& failure() const { return failure_; }
+  std::string listing() const;
+
+  /// Runs, checks and (when it succeeds with a small result) keeps `call`; returns the slot
+  /// of the result, or -1.
+  int apply(Call call);
+  /// Records a line of the program (a materialisation, a dropped handle).
+  void log(const std::string& line);
+  /// Records the first failure of the program, with the op that caused it.
+  void fail(const std::string& what);
+  /// Compares materialised slot `slot` with its reference, then makes its value the new
+  /// reference (both sides go on from the same data).
+  void check_materialised(int slot);
+  /// Every slot.
+  std::vector<Tensor> tensors() const;
+  /// Drops random slots past the pool size. Between calls only: slots keep their index
+  /// while a call is being made.
+  void trim();
+  /// Syncs the tensors of `slots` and every dropped pending one in one call, compares them
+  /// and releases the dropped ones: a value leaves the program only once it was checked.
+  void sync_slots(const std::vector<int>& slots);
+  /// mark_step(), then compares every tensor (all are materialised after it).
+  void mark_step_all();
+
+ private:
+  struct Outcome {
+    enum class Kind { Returned, Error, Foreign };
+    Kind kind = Kind::Returned;
+    Tensor result;
+    std::string error;  ///< the exception's message
+  };
+  Outcome invoke(const Call& call, const std::vector<Tensor>& inputs);
+  static std::string outcome_text(const Outcome& out);
+  void check_outcome(const Call& call, const Outcome& out);
+  void keep(const Call& call, const Tensor& result);
+  Trust result_trust(const Call& call, const Meta& result) const;
+  double result_scale(const Call& call, const ir::HostTensor& ref) const;
+
+  /// Runs a materialising call that must succeed; reports what it threw.
+  template <class F>
+  bool materialise(const std::string& text, F&& f);
+  void check_entry(Entry& e);
+  void release_retired();
+
+  uint64_t seed_;
+  Rng rng_;
+  std::vector<Entry> pool_;
+  std::vector<Entry> retired_;  ///< dropped from the pool while pending: checked at the next sync
+  std::vector<std::string> lines_;
+  std::string failure_;
+  int next_name_ = 0;
+};
+
+template <class F>
+bool Program::materialise(const std::string& text, F&& f) {
+  try {
+    f();
+    return true;
+  } catch (const Error& e) {
+    fail(fmt::format("{} threw lazyjit::Error \"{}\"", text, e.what()));
+  } catch (const std::exception& e) {
+    fail(fmt::format("{} threw {}: {}", text, typeid(e).name(), e.what()));
+  }
+  return false;
+}
+
+inline void Program::log(const std::string& line) {
+  lines_.push_back(line);
+  Transcript::get().append("  " + line + "\n");
+}
+
+inline std::string Program::listing() const {
+  std::string text;
+  for (const std::string& line : lines_) text += "  " + line + "\n";
+  return text;
+}
+
+inline void Program::fail(const std::string& what) {
+  if (failed()) return;
+  failure_ = fmt::format("seed {:#x}: {}", seed_, what);
+  log("// FAILS HERE: " + what);
+}
+
+inline std::vector<Tensor> Program::tensors() const {
+  std::vector<Tensor> out;
+  for (const Entry& e : pool_) out.push_back(e.tensor);
+  return out;
+}
+
+inline Program::Outcome Program::invoke(const Call& call, const std::vector<Tensor>& inputs) {
+  Outcome out;
+  try {
+    out.result = call.run(inputs);
+  } catch (const Error& e) {
+    out.kind = Outcome::Kind::Error;
+    out.error = e.what();
+  } catch (const std::exception& e) {
+    out.kind = Outcome::Kind::Foreign;
+    out.error = fmt::format("{}: {}", typeid(e).name(), e.what());
+  } catch (...) {
+    out.kind = Outcome::Kind::Foreign;
+    out.error = "an exception that is not a std::exception";
+  }
+  return out;
+}
+
+inline std::string Program::outcome_text(const Outcome& out) {
+  switch (out.kind) {
+    case Outcome::Kind::Returned: return meta_text(meta_of(out.result));
+    case Outcome::Kind::Error: return "throws: " + out.error;
+    case Outcome::Kind::Foreign: return "throws a foreign exception: " + out.error;
+  }
+  return "";
+}
+
+inline void Program::check_outcome(const Call& call, const Outcome& out) {
+  const Expect& e = call.expect;
+  const bool threw = out.kind == Outcome::Kind::Error;
+  if (out.kind == Outcome::Kind::Foreign) {
+    fail(fmt::format("{} threw {} instead of lazyjit::Error", call.text, out.error));
+  } else if (threw && e.verdict == Expect::Verdict::Valid) {
+    fail(fmt::format("{} threw lazyjit::Error \"{}\" but is valid (expected {})", call.text, out.error,
+                     meta_text(e.meta)));
+  } else if (!threw && e.verdict == Expect::Verdict::Invalid) {
+    fail(fmt::format("{} returned {} but must throw lazyjit::Error ({})", call.text, out.result.to_string(), e.why));
+  } else if (!threw && e.verdict == Expect::Verdict::Valid && meta_of(out.result) != e.meta) {
+    fail(fmt::format("{} returned {}, expected {}", call.text, meta_text(meta_of(out.result)), meta_text(e.meta)));
+  } else if (threw && out.error.empty()) {
+    fail(fmt::format("{} threw lazyjit::Error with an empty message", call.text));
+  }
+}
+
+inline int Program::apply(Call call) {
+  const std::string name = call.in_place ? pool_[call.inputs[0]].name : fmt::format("t{}", next_name_);
+  std::vector<Tensor> inputs;
+  for (int slot : call.inputs) inputs.push_back(pool_[slot].tensor);
+  const Outcome out = invoke(call, inputs);
+  const bool returned = out.kind == Outcome::Kind::Returned;
+  const bool named = returned && !call.in_place;
+  log(fmt::format("{}{};  // {}", named ? fmt::format("Tensor {} = ", name) : "", call.text, outcome_text(out)));
+  check_outcome(call, out);
+  if (failed() || !returned) return -1;
+  if (call.in_place && !out.result.is_same(inputs[0])) fail(call.text + " returned another tensor");
+  if (named) ++next_name_;
+  if (failed() || out.result.numel() > kMaxKeptElements) return -1;
+  keep(call, out.result);
+  return call.in_place ? call.inputs[0] : size() - 1;
+}
+
+inline void Program::keep(const Call& call, const Tensor& result) {
+  std::vector<Tensor> copies;
+  for (int slot : call.inputs) copies.push_back(tensor_of(pool_[slot].ref));
+  ir::HostTensor ref;
+  try {
+    ref = interpret(call.run(copies));
+  } catch (const std::exception& e) {
+    return fail(fmt::format("{} on host copies of its inputs threw \"{}\"", call.text, e.what()));
+  }
+  if (meta_of(ref) != meta_of(result)) {
+    return fail(fmt::format("{} gave {} but {} on host copies", call.text, meta_text(meta_of(result)),
+                            meta_text(meta_of(ref))));
+  }
+  Entry entry{result, std::move(ref), result_trust(call, meta_of(result)), 0, ""};
+  entry.scale = result_scale(call, entry.ref);
+  if (call.in_place) {
+    entry.name = pool_[call.inputs[0]].name;
+    pool_[call.inputs[0]] = std::move(entry);
+    return;
+  }
+  entry.name = fmt::format("t{}", next_name_ - 1);
+  pool_.push_back(std::move(entry));
+}
+
+inline void Program::trim() {
+  if (size() <= kPoolSize) return;
+  while (size() > kPoolSize - 3) {
+    const int slot = pick();
+    if (pool_[slot].tensor.impl()->pending()) {
+      retired_.push_back(std::move(pool_[slot]));
+    } else {
+      log(fmt::format("{} = Tensor();  // dropped", pool_[slot].name));
+    }
+    pool_.erase(pool_.begin() + slot);
+  }
+}
+
+inline void Program::release_retired() {
+  for (Entry& e : retired_) {
+    if (failed()) return;
+    check_entry(e);
+    log(fmt::format("{} = Tensor();  // dropped", e.name));
+  }
+  retired_.clear();
+}
+
+inline void Program::sync_slots(const std::vector<int>& slots) {
+  std::vector<Tensor> tensors;
+  std::vector<std::string> names;
+  for (int s : slots) {
+    tensors.push_back(pool_[s].tensor);
+    names.push_back(pool_[s].name);
+  }
+  for (const Entry& e : retired_) {
+    tensors.push_back(e.tensor);
+    names.push_back(e.name);
+  }
+  const std::string text = fmt::format("lazyjit::sync({{{}}})", fmt::join(names, ", "));
+  log(text + ";");
+  if (!materialise(text, [&] { sync(tensors); })) return;
+  for (int s : slots) check_entry(pool_[s]);
+  release_retired();
+}
+
+inline void Program::mark_step_all() {
+  log("lazyjit::mark_step();");
+  if (!materialise("lazyjit::mark_step()", [] { mark_step(); })) return;
+  for (Entry& e : pool_) {
+    if (!failed()) check_entry(e);
+  }
+  release_retired();
+}
+
+inline Trust Program::result_trust(const Call& call, const Meta& result) const {
+  Trust trust = Trust::Exact;
+  bool close_float = false;
+  for (int slot : call.inputs) {
+    const Entry& e = pool_[slot];
+    trust = std::max(trust, e.trust);
+    close_float = close_float || (e.trust == Trust::Close && is_floating(e.ref.dtype));
+  }
+  if (call.numerics == Numerics::Steps && close_float) return Trust::Unknown;
+  if (call.numerics == Numerics::Rounds && is_floating(result.dtype)) trust = std::max(trust, Trust::Close);
+  if (close_float && !is_floating(result.dtype)) trust = Trust::Unknown;
+  return trust;
+}
+
+/// Magnitudes a Close result's rounding errors scale with: its operands' (times `growth`) and
+/// its own. Past 1e30 (float32) or 1e300 (float64) an overflow may land either way.
+inline double Program::result_scale(const Call& call, const ir::HostTensor& ref) const {
+  double in = 0;
+  for (int slot : call.inputs) in = std::max(in, pool_[slot].scale);
+  double scale = std::max(in * call.growth, max_magnitude(ref));
+  for (int slot : call.inputs) scale = std::max(scale, max_magnitude(pool_[slot].ref));
+  return scale;
+}
+
+inline void Program::check_materialised(int slot) { check_entry(pool_[slot]); }
+
+inline void Program::check_entry(Entry& e) {
+  if (e.tensor.impl()->pending()) return fail(fmt::format("{} is still pending after materialisation", e.name));
+  ir::HostTensor got;
+  try {
+    got = read_back(e.tensor);
+  } catch (const std::exception& ex) {
+    return fail(fmt::format("reading materialised {} threw \"{}\"", e.name, ex.what()));
+  }
+  const double limit = e.ref.dtype == DType::Float32 ? 1e30 : 1e300;
+  const Trust trust = e.trust == Trust::Close && e.scale > limit ? Trust::Unknown : e.trust;
+  if (trust != Trust::Unknown) {
+    const std::string diff = mismatches(got, e.ref, trust, e.scale);
+    if (!diff.empty()) return fail(fmt::format("{} ({}) differs from its reference: {}", e.name,
+                                               meta_text(meta_of(got)), diff));
+  }
+  e.ref = std::move(got);
+  e.trust = Trust::Exact;
+  e.scale = max_magnitude(e.ref);
+}
+
+}  // namespace lazyjit::fuzz
