@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <latch>
 #include <memory>
+#include <regex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -354,11 +355,13 @@ std::vector<std::shared_ptr<HostData>> run(const ir::Graph& graph, const Compile
     buffers.push_back(temps.back().data() + (64 - reinterpret_cast<uintptr_t>(temps.back().data()) % 64) % 64);
   }
   const std::vector<int64_t> shapes = lowering::shape_table(graph);
+  lowering::BoundFrame frame;
   for (size_t k = 0; k < code.kernels().size(); ++k) {
     const int64_t n = lowering::launch_of(graph, code.kernels()[k]).count;
     const int64_t mid = std::min(split, n);
-    if (mid > 0) code.function(k)(buffers.data(), shapes.data(), 0, mid);
-    if (n > mid) code.function(k)(buffers.data(), shapes.data(), mid, n);
+    lowering::bind_frame(code.kernels()[k].frame, buffers.data(), shapes.data(), scalars.data(), frame);
+    if (mid > 0) code.function(k)(frame.args.data(), frame.dims.data(), 0, mid);
+    if (n > mid) code.function(k)(frame.args.data(), frame.dims.data(), mid, n);
   }
   return results;
 }
@@ -391,6 +394,51 @@ struct TestGraph {
     graph = ir::build_graph(roots);
   }
 };
+
+/// The text of `kernel`'s two functions in `lowered`, under the symbol "k", without the
+/// module's numbering of attribute groups.
+std::string kernel_text(lowering::LoweredGraph& lowered, const lowering::KernelSpec& kernel) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  for (const std::string& name : {kernel.symbol + ".body", kernel.symbol}) {
+    llvm::Function* fn = lowered.module->getFunction(name);
+    fn->setName(name.substr(kernel.symbol.size()).insert(0, "k"));
+    fn->print(os);
+  }
+  return std::regex_replace(text, std::regex(" #[0-9]+"), " #");
+}
+
+// A kernel's arguments are its own frame: the same kernel in two graphs whose buffers, sizes
+// and scalars sit at other places in the graph's tables is the same code.
+TEST(KernelFrameTest, TheSameKernelInTwoGraphsIsTheSameCode) {
+  auto scalar = [](double v) { return ir::make_scalar(ir::ScalarValue::of_double(v), DType::Float32, {}); };
+  auto kernel_of = [&](const ir::NodePtr& x, const ir::NodePtr& b, double s) {
+    return ew(ir::OpKind::Tanh, {ew(ir::OpKind::Add, {ew(ir::OpKind::Mul, {x, scalar(s)}), b})});
+  };
+  const ir::NodePtr x = ir::make_parameter(floats({4, 8}, 0, 1)), b = ir::make_parameter(floats({8}, 1, 0));
+  const ir::NodePtr alone[] = {kernel_of(x, b, 0.5)};
+  ir::Graph first = ir::build_graph(alone);
+  // Another graph: other buffers, sizes and scalars come first, so every graph-wide index of
+  // the same kernel differs.
+  const ir::NodePtr y = ir::make_parameter(floats({3}, 0, 1));
+  const ir::NodePtr other = ew(ir::OpKind::Sub, {ew(ir::OpKind::Mul, {y, scalar(2.0)}), scalar(1.0)});
+  const ir::NodePtr x2 = ir::make_parameter(floats({6, 8}, 0, 1)), b2 = ir::make_parameter(floats({8}, 2, 0));
+  const ir::NodePtr both[] = {other, kernel_of(x2, b2, 0.25)};
+  ir::Graph second = ir::build_graph(both);
+
+  lowering::LoweredGraph one = lowering::lower_graph(first), two = lowering::lower_graph(second);
+  ASSERT_EQ(one.plan.kernels.size(), 1u);
+  ASSERT_EQ(two.plan.kernels.size(), 2u);
+  const lowering::KernelSpec& a = one.plan.kernels[0];
+  const lowering::KernelSpec& b_kernel = two.plan.kernels[1];
+  EXPECT_EQ(kernel_text(one, a), kernel_text(two, b_kernel));
+  EXPECT_EQ(a.frame.buffers, (std::vector<int>{lowering::KernelFrame::kScalars, 0, 1, 2}));
+  EXPECT_EQ(b_kernel.frame.buffers, (std::vector<int>{lowering::KernelFrame::kScalars, 1, 2, 4}));
+  EXPECT_EQ(a.frame.scalars, (std::vector<int>{0}));
+  EXPECT_EQ(b_kernel.frame.scalars, (std::vector<int>{2}));
+  EXPECT_NE(a.frame.dims, b_kernel.frame.dims);
+  EXPECT_EQ(a.frame.dims.size(), b_kernel.frame.dims.size());
+}
 
 TEST(JitCompilerTest, CompilesAndRunsALoweredGraph) {
   TestGraph g(3, 5, 1.5);

@@ -29,7 +29,7 @@ namespace {
 
 /// Bump when generated code changes for the same graph (lowering, ABI, runtime contract):
 /// it is part of every cache key, so on-disk objects from older builds are not loaded.
-inline constexpr uint64_t kKernelAbiVersion = 4;
+inline constexpr uint64_t kKernelAbiVersion = 5;
 inline constexpr const char* kOptLevelName = "O2";
 
 absl::Status to_status(llvm::Error error, std::string_view context) {

@@ -8,6 +8,7 @@
 #include "llvm/IR/Intrinsics.h"
 #include "lowering/elementwise.h"
 #include "lowering/fusion.h"
+#include "lowering/kernel_entry.h"
 
 namespace lazyjit::lowering {
 
@@ -26,73 +27,9 @@ KernelFunction::KernelFunction(llvm::Module& module, const std::string& symbol, 
   b_.SetInsertPoint(start);
 }
 
-void KernelFunction::finish() {
+KernelFrame KernelFunction::finish(int scalar_table) {
   b_.CreateRetVoid();
-  body_ = emit_kernel_entry(module_, symbol_, body_, num_buffers_);
-}
-
-llvm::Function* create_kernel_body(llvm::Module& module, const std::string& symbol, int num_buffers) {
-  llvm::IRBuilder<> b(module.getContext());
-  std::vector<llvm::Type*> params(num_buffers + 1, b.getPtrTy());
-  params.push_back(b.getInt64Ty());
-  params.push_back(b.getInt64Ty());
-  auto* body = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), params, false),
-                                      llvm::Function::InternalLinkage, symbol + ".body", module);
-  body->addFnAttr(llvm::Attribute::NoUnwind);
-  for (int i = 0; i <= num_buffers; ++i) body->addParamAttr(i, llvm::Attribute::NoAlias);
-  return body;
-}
-
-namespace {
-
-/// `body` with only the buffer arguments it uses (a kernel of a graph with many buffers reads
-/// few of them: passing all would make each kernel's code grow with the graph); `used` gets
-/// their indices in the ABI's buffer array.
-llvm::Function* drop_unused_buffers(llvm::Function* body, int num_buffers, std::vector<int>& used) {
-  for (int i = 0; i < num_buffers; ++i) {
-    if (!body->getArg(i)->use_empty()) used.push_back(i);
-  }
-  if (static_cast<int>(used.size()) == num_buffers) return body;
-  llvm::IRBuilder<> b(body->getContext());
-  std::vector<llvm::Type*> params(used.size() + 1, b.getPtrTy());
-  params.push_back(b.getInt64Ty());
-  params.push_back(b.getInt64Ty());
-  auto* lean = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), params, false),
-                                      llvm::Function::InternalLinkage, "", body->getParent());
-  lean->takeName(body);
-  lean->addFnAttr(llvm::Attribute::NoUnwind);
-  for (size_t k = 0; k <= used.size(); ++k) lean->addParamAttr(static_cast<unsigned>(k), llvm::Attribute::NoAlias);
-  lean->splice(lean->end(), body);
-  for (size_t k = 0; k < used.size(); ++k) body->getArg(used[k])->replaceAllUsesWith(lean->getArg(k));
-  for (int extra = 0; extra < 3; ++extra) {
-    body->getArg(num_buffers + extra)->replaceAllUsesWith(lean->getArg(static_cast<unsigned>(used.size()) + extra));
-  }
-  body->eraseFromParent();
-  return lean;
-}
-
-}  // namespace
-
-llvm::Function* emit_kernel_entry(llvm::Module& module, const std::string& symbol, llvm::Function* body,
-                                  int num_buffers) {
-  std::vector<int> used;
-  body = drop_unused_buffers(body, num_buffers, used);
-  llvm::LLVMContext& ctx = module.getContext();
-  llvm::IRBuilder<> b(ctx);
-  auto* ptr = b.getPtrTy();
-  auto* i64 = b.getInt64Ty();
-  auto* entry = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr, i64, i64}, false),
-                                       llvm::Function::ExternalLinkage, symbol, module);
-  entry->addFnAttr(llvm::Attribute::NoUnwind);
-  const char* names[] = {"buffers", "shapes", "begin", "end"};
-  for (int i = 0; i < 4; ++i) entry->getArg(i)->setName(names[i]);
-  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", entry));
-  std::vector<llvm::Value*> args;
-  for (int i : used) args.push_back(b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, entry->getArg(0), i)));
-  for (int i = 1; i < 4; ++i) args.push_back(entry->getArg(i));
-  b.CreateCall(body, args);
-  b.CreateRetVoid();
-  return body;
+  return finish_kernel(module_, symbol_, body_, num_buffers_, scalar_table);
 }
 
 void emit_for(llvm::IRBuilder<>& b, Value* lo, Value* hi, const std::string& name,

@@ -14,17 +14,8 @@
 
 namespace lazyjit::lowering {
 
-/// `symbol.body`: buffers (noalias: distinct buffers, so the vectoriser needs no runtime
-/// checks), then the scalar table... as the graph's buffer array, then shapes, begin, end.
-llvm::Function* create_kernel_body(llvm::Module& module, const std::string& symbol, int num_buffers);
-/// Finishes a kernel whose `body` (from create_kernel_body) is complete: drops the buffer
-/// arguments it does not use, and emits `symbol` with the KernelFn ABI, which loads the used
-/// buffer pointers and calls it. Returns the body as it now is.
-llvm::Function* emit_kernel_entry(llvm::Module& module, const std::string& symbol, llvm::Function* body,
-                                  int num_buffers);
-
 /// One kernel's functions: `symbol` has the KernelFn ABI, loads the buffer pointers and calls
-/// `symbol.body` (create_kernel_body). Code goes into the body; `hoist` is a builder at the
+/// `symbol.body` (kernel_entry.h). Code goes into the body; `hoist` is a builder at the
 /// end of the body's entry block, for values every iteration shares (dims, scalars).
 class KernelFunction {
  public:
@@ -37,8 +28,9 @@ class KernelFunction {
   llvm::Value* shapes() const { return body_->getArg(num_buffers_); }
   llvm::Value* begin() const { return body_->getArg(num_buffers_ + 1); }
   llvm::Value* end() const { return body_->getArg(num_buffers_ + 2); }
-  /// Closes the body (return) once the emitter is done, and emits the entry.
-  void finish();
+  /// Closes the body (return) once the emitter is done, and emits the entry (finish_kernel:
+  /// `scalar_table` is the scalar table's index in the graph's buffer array).
+  KernelFrame finish(int scalar_table);
 
  private:
   llvm::Module& module_;

@@ -3,19 +3,56 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
 namespace lazyjit::lowering {
 
-/// Every kernel of a graph has this signature and runs the iterations [begin, end) of its
-/// outermost parallel loop (elements, rows, panels or tiles: see KernelKind):
-///   buffers: graph.parameters.size() parameter buffers, then one buffer per result, then a
-///            pointer to the scalar table (8 bytes per Scalar leaf: int64 or double; the
-///            seed of each Rand/Randn leaf), then the plan's temporary buffers
-///   shapes:  the shape table: every node's dims, in post-order (shape_table in fusion.h)
+/// Every kernel has this signature and runs the iterations [begin, end) of its outermost
+/// parallel loop (elements, rows, panels or tiles: see KernelKind). Its arguments are its own
+/// frame (KernelFrame), numbered in the order its code first uses them, so its code does not
+/// depend on the graph around it:
+///   args: the buffers it reads and writes, one of which may be its scalar frame (8 bytes
+///         per scalar it reads: an int64 or a double; a Rand/Randn leaf's seed)
+///   dims: the sizes it reads
 /// Generated code has no threads of its own; the runtime splits [0, count) among threads.
-using KernelFn = void (*)(void* const* buffers, const int64_t* shapes, int64_t begin, int64_t end);
+using KernelFn = void (*)(void* const* args, const int64_t* dims, int64_t begin, int64_t end);
+
+/// Where a kernel's arguments come from in the graph's tables, filled when it is emitted.
+/// The graph's buffer array holds the parameters (in slot order), one buffer per result, the
+/// scalar table, then the plan's temporaries (scalar_table_index, temp_buffer_index); its
+/// shape table holds every node's dims in post-order (shape_table in fusion.h).
+struct KernelFrame {
+  static constexpr int kScalars = -1;  ///< in `buffers`: the kernel's scalar frame
+  std::vector<int> buffers = {};  ///< per argument: its index in the graph's buffer array, or kScalars
+  std::vector<int> dims = {};     ///< per dim slot: its offset in the graph's shape table
+  std::vector<int> scalars = {};  ///< per scalar slot: its index in the graph's scalar table
+};
+
+/// A kernel's frame filled from a graph's tables, ready for a call.
+struct BoundFrame {
+  std::vector<void*> args;
+  std::vector<int64_t> dims;
+  std::vector<uint64_t> scalars;
+};
+
+/// Fills `bound` (kept across calls to reuse its memory) with `frame`'s slots from a graph's
+/// buffer array, shape table and scalar table (8 bytes per slot).
+inline void bind_frame(const KernelFrame& frame, void* const* buffers, const int64_t* shapes, const void* scalar_table,
+                       BoundFrame& bound) {
+  bound.scalars.resize(frame.scalars.size());
+  for (size_t i = 0; i < frame.scalars.size(); ++i) {
+    std::memcpy(&bound.scalars[i], static_cast<const char*>(scalar_table) + 8 * frame.scalars[i], 8);
+  }
+  bound.args.resize(frame.buffers.size());
+  for (size_t i = 0; i < frame.buffers.size(); ++i) {
+    const int b = frame.buffers[i];
+    bound.args[i] = b == KernelFrame::kScalars ? static_cast<void*>(bound.scalars.data()) : buffers[b];
+  }
+  bound.dims.resize(frame.dims.size());
+  for (size_t i = 0; i < frame.dims.size(); ++i) bound.dims[i] = shapes[frame.dims[i]];
+}
 
 enum class KernelKind : uint8_t {
   Elementwise,  ///< one iteration per element of the domain
@@ -41,6 +78,7 @@ struct KernelSpec {
   std::vector<int> direct_reads = {};  ///< of those, the ones read only at the element being written
   int cut = -1;                     ///< Elementwise: the node of a long chain this kernel stores for
                                     ///< later kernels (a temporary), instead of results
+  KernelFrame frame = {};           ///< its arguments: filled by the emitter
 };
 
 /// A buffer the runtime allocates for one run of the graph, for values kernels pass on.

@@ -25,7 +25,7 @@ class Emitter {
             temp_buffer_index(num_parameters_, static_cast<int>(graph.roots.size()), static_cast<int>(plan.temps.size()))),
         b_(fn_.builder()), e_(fn_, graph, plan, spec) {}
 
-  void emit() {
+  KernelFrame emit() {
     switch (spec_.kind) {
       case KernelKind::Elementwise: elementwise(); break;
       case KernelKind::Rows: rows(); break;
@@ -33,7 +33,7 @@ class Emitter {
       case KernelKind::PackB: pack(/*left=*/false); break;
       case KernelKind::Matmul: matmul(); break;
     }
-    fn_.finish();
+    return fn_.finish(scalar_table_index(num_parameters_, static_cast<int>(graph_.roots.size())));
   }
 
  private:
@@ -514,9 +514,9 @@ class Emitter {
 
 }  // namespace
 
-void emit_planned_kernel(llvm::Module& module, const ir::Graph& graph, const KernelPlan& plan, const KernelSpec& spec,
-                         std::span<const Alias> aliases) {
-  Emitter(module, graph, plan, spec, aliases).emit();
+KernelFrame emit_planned_kernel(llvm::Module& module, const ir::Graph& graph, const KernelPlan& plan,
+                                const KernelSpec& spec, std::span<const Alias> aliases) {
+  return Emitter(module, graph, plan, spec, aliases).emit();
 }
 
 }  // namespace lazyjit::lowering

@@ -11,9 +11,9 @@
 
 namespace lazyjit::lowering {
 
-/// Emits `spec.symbol` (KernelFn ABI) into `module`. A result in `aliases` is stored through
-/// its donated parameter's buffer.
-void emit_planned_kernel(llvm::Module& module, const ir::Graph& graph, const KernelPlan& plan,
-                         const KernelSpec& spec, std::span<const Alias> aliases);
+/// Emits `spec.symbol` (KernelFn ABI) into `module` and returns its frame. A result in
+/// `aliases` is stored through its donated parameter's buffer.
+KernelFrame emit_planned_kernel(llvm::Module& module, const ir::Graph& graph, const KernelPlan& plan,
+                                const KernelSpec& spec, std::span<const Alias> aliases);
 
 }  // namespace lazyjit::lowering

@@ -3,7 +3,7 @@
 
 #include "llvm/IR/IRBuilder.h"
 #include "lowering/elementwise.h"
-#include "lowering/expr.h"
+#include "lowering/kernel_entry.h"
 #include "lowering/fusion.h"
 
 namespace lazyjit::lowering {
@@ -63,12 +63,13 @@ class KernelEmitter {
         plan_(plan_indexing(graph, needed_, *graph.nodes[spec.domain])),
         domain_offset_(shape_offsets(graph)[spec.domain]), values_(graph.nodes.size(), nullptr) {}
 
-  void emit() {
+  KernelFrame emit() {
     fn_ = create_kernel_body(module_, spec_.symbol, num_buffers());
     b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", fn_));
     emit_prologue();
     emit_loops();
-    fn_ = emit_kernel_entry(module_, spec_.symbol, fn_, num_buffers());
+    return finish_kernel(module_, spec_.symbol, fn_, num_buffers(),
+                         scalar_table_index(static_cast<int>(graph_.parameters.size()), static_cast<int>(graph_.roots.size())));
   }
 
  private:
@@ -252,9 +253,9 @@ class KernelEmitter {
 
 }  // namespace
 
-void emit_kernel(llvm::Module& module, const ir::Graph& graph, const KernelPlan& plan, const KernelSpec& spec,
-                 std::span<const Alias> aliases) {
-  KernelEmitter(module, graph, plan, spec, aliases).emit();
+KernelFrame emit_kernel(llvm::Module& module, const ir::Graph& graph, const KernelPlan& plan, const KernelSpec& spec,
+                        std::span<const Alias> aliases) {
+  return KernelEmitter(module, graph, plan, spec, aliases).emit();
 }
 
 }  // namespace lazyjit::lowering

@@ -16,7 +16,8 @@ namespace lazyjit::lowering {
 /// unit-stride or loop-invariant for every input, which is what the vectoriser needs.
 /// A result in `aliases` is stored through its donated parameter's buffer argument.
 /// Only for kernels the plan marks `collapsed` (leaves and elementwise ops alone).
-void emit_kernel(llvm::Module& module, const ir::Graph& graph, const KernelPlan& plan, const KernelSpec& spec,
-                 std::span<const Alias> aliases = {});
+/// Returns the kernel's frame.
+KernelFrame emit_kernel(llvm::Module& module, const ir::Graph& graph, const KernelPlan& plan, const KernelSpec& spec,
+                        std::span<const Alias> aliases = {});
 
 }  // namespace lazyjit::lowering

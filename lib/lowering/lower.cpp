@@ -14,12 +14,9 @@ LoweredGraph lower_graph(const ir::Graph& graph, std::span<const Alias> aliases)
   const std::string name = symbol_prefix(graph);
   lowered.module = std::make_unique<llvm::Module>(name, *lowered.context);
   lowered.plan = plan_kernels(graph, name);
-  for (const KernelSpec& spec : lowered.plan.kernels) {
-    if (spec.collapsed) {
-      emit_kernel(*lowered.module, graph, lowered.plan, spec, aliases);
-    } else {
-      emit_planned_kernel(*lowered.module, graph, lowered.plan, spec, aliases);
-    }
+  for (KernelSpec& spec : lowered.plan.kernels) {
+    spec.frame = spec.collapsed ? emit_kernel(*lowered.module, graph, lowered.plan, spec, aliases)
+                                : emit_planned_kernel(*lowered.module, graph, lowered.plan, spec, aliases);
   }
   return lowered;
 }

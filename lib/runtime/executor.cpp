@@ -20,12 +20,11 @@ Executor::Executor(int num_threads)
 
 Executor::~Executor() = default;
 
-void Executor::run(lowering::KernelFn kernel, void* const* buffers, const int64_t* shapes, int64_t n,
-                   int64_t work) const {
+void Executor::run(lowering::KernelFn kernel, void* const* args, const int64_t* dims, int64_t n, int64_t work) const {
   if (n <= 0) return;
   work = std::max<int64_t>(work, 1);
   if (n * work <= kInlineLimit || n == 1 || num_threads_ == 1) {
-    kernel(buffers, shapes, 0, n);
+    kernel(args, dims, 0, n);
     return;
   }
   // One contiguous chunk per thread (static partitioning): streaming kernels want long
@@ -35,7 +34,7 @@ void Executor::run(lowering::KernelFn kernel, void* const* buffers, const int64_
   arena_->arena.execute([&] {
     tbb::parallel_for(
         tbb::blocked_range<int64_t>(0, n, grain),
-        [&](const tbb::blocked_range<int64_t>& r) { kernel(buffers, shapes, r.begin(), r.end()); },
+        [&](const tbb::blocked_range<int64_t>& r) { kernel(args, dims, r.begin(), r.end()); },
         tbb::static_partitioner());
   });
 }

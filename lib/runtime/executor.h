@@ -18,10 +18,9 @@ class Executor {
 
   int num_threads() const { return num_threads_; }
 
-  /// Runs `kernel` over iterations [0, n), each about `work` elements of work. Blocks until
-  /// done.
-  void run(lowering::KernelFn kernel, void* const* buffers, const int64_t* shapes, int64_t n,
-           int64_t work = 1) const;
+  /// Runs `kernel` with its bound frame (`args`, `dims`) over iterations [0, n), each about
+  /// `work` elements of work. Blocks until done.
+  void run(lowering::KernelFn kernel, void* const* args, const int64_t* dims, int64_t n, int64_t work = 1) const;
 
   /// Launches of up to this much work (iterations times work) run inline.
   static constexpr int64_t kInlineLimit = 1 << 15;

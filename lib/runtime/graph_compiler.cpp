@@ -29,6 +29,7 @@ void GraphCompiler::warn_once(const std::string& what) {
 }
 
 absl::StatusOr<codegen::CompileCache::Entry> GraphCompiler::load_from_disk(const ir::Graph& graph,
+                                                                           const lowering::KernelPlan& plan,
                                                                            const ir::Hash128& key) {
   absl::StatusOr<std::optional<std::string>> object = options_.disk_cache.load(key);
   if (!object.ok()) {
@@ -36,7 +37,7 @@ absl::StatusOr<codegen::CompileCache::Entry> GraphCompiler::load_from_disk(const
     return nullptr;
   }
   if (!object->has_value()) return nullptr;
-  auto code = compiler_.load(lowering::plan_kernels(graph, lowering::symbol_prefix(graph)), **object);
+  auto code = compiler_.load(plan, **object);
   if (!code.ok()) {
     warn_once(fmt::format("cache file {} does not load ({}); compiling and replacing it",
                           options_.disk_cache.path_of(key), std::string(code.status().message())));
@@ -73,15 +74,16 @@ absl::StatusOr<codegen::CompileCache::Entry> GraphCompiler::load_or_compile(cons
   const std::string stem =
       aliases.empty() ? graph.key.to_hex() : fmt::format("{}-donating-{}", graph.key.to_hex(), key.to_hex());
 
-  std::optional<lowering::LoweredGraph> lowered;
+  // Lowered before any LLVM work (it gives each kernel's frame, and a graph that fails to
+  // compile is dumped too).
+  lowering::LoweredGraph lowered = lowering::lower_graph(graph, aliases);
   const DumpDir& dump = options_.dump_dir;
-  if (dump.enabled()) {  // before any LLVM work, so a graph that fails to compile is dumped too
-    lowered = lowering::lower_graph(graph, aliases);
+  if (dump.enabled()) {
     dump.write(stem, ".ljir", ir::print_graph(graph, {.with_key = true, .with_values = true}));
-    dump.write(stem, ".ll", lowering::module_text(*lowered->module));
+    dump.write(stem, ".ll", lowering::module_text(*lowered.module));
   }
   if (options_.disk_cache.enabled()) {
-    absl::StatusOr<codegen::CompileCache::Entry> cached = load_from_disk(graph, key);
+    absl::StatusOr<codegen::CompileCache::Entry> cached = load_from_disk(graph, lowered.plan, key);
     if (cached.ok() && *cached != nullptr) {
       LAZYJIT_LOG(info, "loaded graph {} from the disk cache ({} nodes, {:.1f} ms): {}", stem, graph.nodes.size(),
                   nanoseconds_since(start) / 1e6, why);
@@ -89,10 +91,9 @@ absl::StatusOr<codegen::CompileCache::Entry> GraphCompiler::load_or_compile(cons
     }
   }
 
-  if (!lowered) lowered = lowering::lower_graph(graph, aliases);
   codegen::JitCompiler::Artifacts artifacts{.with_text = dump.enabled()};
   const bool want_artifacts = dump.enabled() || options_.disk_cache.enabled();
-  auto code = compiler_.compile(*std::move(lowered), want_artifacts ? &artifacts : nullptr);
+  auto code = compiler_.compile(std::move(lowered), want_artifacts ? &artifacts : nullptr);
   if (!code.ok()) return code.status();
   if (dump.enabled()) {
     dump.write(stem, ".opt.ll", artifacts.optimized_ir);

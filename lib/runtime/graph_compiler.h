@@ -43,7 +43,8 @@ class GraphCompiler {
                                                                std::span<const lowering::Alias> aliases,
                                                                const ir::Hash128& key, const std::string& why,
                                                                Clock::time_point start);
-  absl::StatusOr<codegen::CompileCache::Entry> load_from_disk(const ir::Graph& graph, const ir::Hash128& key);
+  absl::StatusOr<codegen::CompileCache::Entry> load_from_disk(const ir::Graph& graph, const lowering::KernelPlan& plan,
+                                                              const ir::Hash128& key);
   void warn_once(const std::string& what);
 
   codegen::JitCompiler& compiler_;

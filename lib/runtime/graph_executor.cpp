@@ -133,9 +133,12 @@ void GraphExecutor::execute(const ir::Graph& graph, const codegen::CompiledGraph
   const std::vector<size_t> order = donation_order(code.kernels(), aliases);
 
   const Clock::time_point start = Clock::now();
+  lowering::BoundFrame frame;
   for (size_t k : order) {
-    const lowering::Launch launch = lowering::launch_of(graph, code.kernels()[k]);
-    executor_.run(code.function(k), buffers.data(), shapes.data(), launch.count, launch.work);
+    const lowering::KernelSpec& kernel = code.kernels()[k];
+    const lowering::Launch launch = lowering::launch_of(graph, kernel);
+    lowering::bind_frame(kernel.frame, buffers.data(), shapes.data(), scalars.data(), frame);
+    executor_.run(code.function(k), frame.args.data(), frame.dims.data(), launch.count, launch.work);
   }
   counters_.execute_ns.fetch_add(nanoseconds_since(start), std::memory_order_relaxed);
   counters_.kernels_launched.fetch_add(static_cast<int64_t>(code.kernels().size()), std::memory_order_relaxed);

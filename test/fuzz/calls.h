@@ -123,6 +123,7 @@ struct BinaryOp {
   Numerics numerics;
   Binary fn;
   Binary op = nullptr;  ///< the operator, or null
+  bool amplifies = false;
 };
 
 inline const BinaryOp kBinaryOps[] = {
@@ -133,8 +134,9 @@ inline const BinaryOp kBinaryOps[] = {
     {"mul", "*", Family::Any, Numerics::Exact, [](const Tensor& a, const Tensor& b) { return mul(a, b); },
      [](const Tensor& a, const Tensor& b) { return a * b; }},
     {"div", "/", Family::Floating, Numerics::Exact, [](const Tensor& a, const Tensor& b) { return div(a, b); },
-     [](const Tensor& a, const Tensor& b) { return a / b; }},
-    {"pow", nullptr, Family::Numeric, Numerics::Rounds, [](const Tensor& a, const Tensor& b) { return pow(a, b); }},
+     [](const Tensor& a, const Tensor& b) { return a / b; }, true},
+    {"pow", nullptr, Family::Numeric, Numerics::Rounds, [](const Tensor& a, const Tensor& b) { return pow(a, b); },
+     nullptr, true},
     {"maximum", nullptr, Family::Any, Numerics::Exact, lazyjit::maximum},
     {"minimum", nullptr, Family::Any, Numerics::Exact, lazyjit::minimum},
     {"eq", nullptr, Family::Compare, Numerics::Steps, [](const Tensor& a, const Tensor& b) { return eq(a, b); }},
@@ -157,8 +159,10 @@ inline void gen_binary(Program& p) {
   const std::string text = symbol ? fmt::format("{} {} {}", p.name(a), op.symbol, p.name(b))
                                   : fmt::format("lazyjit::{}({}, {})", op.name, p.name(a), p.name(b));
   const Binary fn = symbol ? op.op : op.fn;
-  p.apply(make_call(text, {a, b}, [fn](const Args& in) { return fn(in[0], in[1]); },
-                    expect([&] { return contract::binary(op.family, p.meta(a), p.meta(b)); }), op.numerics));
+  Call c = make_call(text, {a, b}, [fn](const Args& in) { return fn(in[0], in[1]); },
+                     expect([&] { return contract::binary(op.family, p.meta(a), p.meta(b)); }), op.numerics);
+  c.amplifies = op.amplifies;
+  p.apply(std::move(c));
 }
 
 struct ScalarOp {
@@ -167,6 +171,7 @@ struct ScalarOp {
   Numerics numerics;
   WithScalar fn;
   ScalarFirst reversed;  ///< the number on the left, or null
+  bool amplifies = false;
 };
 
 inline const ScalarOp kScalarOps[] = {
@@ -177,8 +182,8 @@ inline const ScalarOp kScalarOps[] = {
     {"*", Family::Any, Numerics::Exact, [](const Tensor& t, Scalar s) { return t * s; },
      [](Scalar s, const Tensor& t) { return s * t; }},
     {"/", Family::Floating, Numerics::Exact, [](const Tensor& t, Scalar s) { return t / s; },
-     [](Scalar s, const Tensor& t) { return s / t; }},
-    {"pow", Family::Numeric, Numerics::Rounds, [](const Tensor& t, Scalar s) { return pow(t, s); }, nullptr},
+     [](Scalar s, const Tensor& t) { return s / t; }, true},
+    {"pow", Family::Numeric, Numerics::Rounds, [](const Tensor& t, Scalar s) { return pow(t, s); }, nullptr, true},
     {"eq", Family::Compare, Numerics::Steps, [](const Tensor& t, Scalar s) { return eq(t, s); }, nullptr},
     {"ne", Family::Compare, Numerics::Steps, [](const Tensor& t, Scalar s) { return ne(t, s); }, nullptr},
     {"lt", Family::Compare, Numerics::Steps, [](const Tensor& t, Scalar s) { return lt(t, s); }, nullptr},
@@ -213,8 +218,10 @@ inline void gen_binary_scalar(Program& p) {
   const WithScalar fn = op.fn;
   const ScalarFirst rfn = op.reversed;
   const Scalar s = n.scalar;
-  p.apply(make_call(text, {a}, [=](const Args& in) { return reversed ? rfn(s, in[0]) : fn(in[0], s); },
-                    expect([&] { return contract::binary_scalar(op.family, p.meta(a), n.number); }), op.numerics));
+  Call c = make_call(text, {a}, [=](const Args& in) { return reversed ? rfn(s, in[0]) : fn(in[0], s); },
+                     expect([&] { return contract::binary_scalar(op.family, p.meta(a), n.number); }), op.numerics);
+  c.amplifies = op.amplifies;
+  p.apply(std::move(c));
 }
 
 struct UnaryOp {
@@ -222,15 +229,16 @@ struct UnaryOp {
   Family family;
   Numerics numerics;
   Unary fn;
+  bool amplifies = false;
 };
 
 inline const UnaryOp kUnaryOps[] = {
     {"neg", Family::Numeric, Numerics::Exact, lazyjit::neg},
     {"abs", Family::Numeric, Numerics::Exact, lazyjit::abs},
-    {"exp", Family::Floating, Numerics::Rounds, lazyjit::exp},
-    {"log", Family::Floating, Numerics::Rounds, lazyjit::log},
-    {"sqrt", Family::Floating, Numerics::Exact, lazyjit::sqrt},
-    {"rsqrt", Family::Floating, Numerics::Rounds, lazyjit::rsqrt},
+    {"exp", Family::Floating, Numerics::Rounds, lazyjit::exp, true},
+    {"log", Family::Floating, Numerics::Rounds, lazyjit::log, true},
+    {"sqrt", Family::Floating, Numerics::Exact, lazyjit::sqrt, true},
+    {"rsqrt", Family::Floating, Numerics::Rounds, lazyjit::rsqrt, true},
     {"sin", Family::Floating, Numerics::Rounds, lazyjit::sin},
     {"cos", Family::Floating, Numerics::Rounds, lazyjit::cos},
     {"tanh", Family::Floating, Numerics::Rounds, lazyjit::tanh},
@@ -248,8 +256,10 @@ inline void gen_unary(Program& p) {
   const bool minus = op.fn == kUnaryOps[0].fn && r.chance(0.5);
   const std::string text = minus ? "-" + p.name(a) : fmt::format("lazyjit::{}({})", op.name, p.name(a));
   const Unary fn = minus ? [](const Tensor& t) { return -t; } : op.fn;
-  p.apply(make_call(text, {a}, [fn](const Args& in) { return fn(in[0]); },
-                    expect([&] { return contract::unary(op.family, p.meta(a)); }), op.numerics));
+  Call c = make_call(text, {a}, [fn](const Args& in) { return fn(in[0]); },
+                     expect([&] { return contract::unary(op.family, p.meta(a)); }), op.numerics);
+  c.amplifies = op.amplifies;
+  p.apply(std::move(c));
 }
 
 /// A bool slot that broadcasts with slot `a`'s (new when none does), or any slot.

@@ -77,8 +77,10 @@ inline std::string run_program(uint64_t seed) {
   }
   Transcript::get().end();
   if (std::getenv("LAZYJIT_FUZZ_VERBOSE") != nullptr) {
-    std::fprintf(stderr, "seed %#llx (%lld compiles so far):\n%s", static_cast<unsigned long long>(seed),
-                 static_cast<long long>(metrics().compiles), p.listing().c_str());
+    const Coverage& c = p.coverage();
+    std::fprintf(stderr, "seed %#llx (%lld compiles so far; values compared exact %d, close %d, not %d):\n%s",
+                 static_cast<unsigned long long>(seed), static_cast<long long>(metrics().compiles), c.values[0],
+                 c.values[1], c.values[2], p.listing().c_str());
   }
   if (!p.failed()) return "";
   return fmt::format("{}\nprogram (seed {:#x}; reproduce with LAZYJIT_FUZZ_SEED={:#x} LAZYJIT_FUZZ_SECONDS=0):\n{}",

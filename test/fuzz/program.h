@@ -53,17 +53,24 @@ struct Call {
   std::function<Tensor(const std::vector<Tensor>&)> run;
   Expect expect;
   Numerics numerics = Numerics::Exact;
-  bool in_place = false;  ///< updates the tensor of inputs[0] instead of making a new one
-  double growth = 1;      ///< how many operand magnitudes one result element may add up
+  bool in_place = false;   ///< updates the tensor of inputs[0] instead of making a new one
+  bool amplifies = false;  ///< ill-conditioned somewhere (exp, log, pow, division): a Close
+                           ///< operand's error may grow past any fixed tolerance
+  double growth = 1;       ///< how many operand magnitudes one result element may add up
 };
 
 /// A pool slot: a tensor, the value it must have, and how exactly.
 struct Entry {
   Tensor tensor;
   ir::HostTensor ref;
-  Trust trust = Trust::Exact;
-  double scale = 0;
+  Accuracy accuracy;
   std::string name;
+  bool compared = false;  ///< the current value was compared once already
+};
+
+/// How many values a program compared, by Trust (Unknown ones are not compared).
+struct Coverage {
+  int values[3] = {0, 0, 0};
 };
 
 class Program {
@@ -77,8 +84,13 @@ class Program {
   Meta meta(int slot) const { return meta_of(pool_[slot].ref); }
   const std::string& name(int slot) const { return pool_[slot].name; }
   int pick() { return static_cast<int>(rng_.range(0, size() - 1)); }
+  /// The largest magnitude slot `slot`'s value may reach (for a Close value, its scale).
+  double magnitude(int slot) const {
+    return std::max(pool_[slot].accuracy.scale, max_magnitude(pool_[slot].ref));
+  }
   bool failed() const { return !failure_.empty(); }
   const std::string& failure() const { return failure_; }
+  const Coverage& coverage() const { return coverage_; }
   std::string listing() const;
 
   /// Runs, checks and (when it succeeds with a small result) keeps `call`; returns the slot
@@ -114,7 +126,7 @@ class Program {
   void check_outcome(const Call& call, const Outcome& out);
   void keep(const Call& call, const Tensor& result);
   Trust result_trust(const Call& call, const Meta& result) const;
-  double result_scale(const Call& call, const ir::HostTensor& ref) const;
+  Accuracy result_accuracy(const Call& call, const ir::HostTensor& ref) const;
 
   /// Runs a materialising call that must succeed; reports what it threw.
   template <class F>
@@ -129,6 +141,7 @@ class Program {
   std::vector<std::string> lines_;
   std::string failure_;
   int next_name_ = 0;
+  Coverage coverage_;
 };
 
 template <class F>
@@ -240,8 +253,8 @@ inline void Program::keep(const Call& call, const Tensor& result) {
     return fail(fmt::format("{} gave {} but {} on host copies", call.text, meta_text(meta_of(result)),
                             meta_text(meta_of(ref))));
   }
-  Entry entry{result, std::move(ref), result_trust(call, meta_of(result)), 0, ""};
-  entry.scale = result_scale(call, entry.ref);
+  const Accuracy accuracy = result_accuracy(call, ref);
+  Entry entry{result, std::move(ref), accuracy, ""};
   if (call.in_place) {
     entry.name = pool_[call.inputs[0]].name;
     pool_[call.inputs[0]] = std::move(entry);
@@ -305,23 +318,33 @@ inline Trust Program::result_trust(const Call& call, const Meta& result) const {
   bool close_float = false;
   for (int slot : call.inputs) {
     const Entry& e = pool_[slot];
-    trust = std::max(trust, e.trust);
-    close_float = close_float || (e.trust == Trust::Close && is_floating(e.ref.dtype));
+    trust = std::max(trust, e.accuracy.trust);
+    close_float = close_float || (e.accuracy.trust == Trust::Close && is_floating(e.ref.dtype));
   }
-  if (call.numerics == Numerics::Steps && close_float) return Trust::Unknown;
+  if (close_float && (call.numerics == Numerics::Steps || call.amplifies || !is_floating(result.dtype))) {
+    return Trust::Unknown;
+  }
   if (call.numerics == Numerics::Rounds && is_floating(result.dtype)) trust = std::max(trust, Trust::Close);
-  if (close_float && !is_floating(result.dtype)) trust = Trust::Unknown;
   return trust;
 }
 
-/// Magnitudes a Close result's rounding errors scale with: its operands' (times `growth`) and
-/// its own. Past 1e30 (float32) or 1e300 (float64) an overflow may land either way.
-inline double Program::result_scale(const Call& call, const ir::HostTensor& ref) const {
+/// A Close result's rounding errors scale with its operands' magnitudes (times `growth`) and
+/// its own, and are relative to the least precise float among them. Past 1e30 (float32) or
+/// 1e300 (float64) an overflow may land either way: Unknown.
+inline Accuracy Program::result_accuracy(const Call& call, const ir::HostTensor& ref) const {
+  Accuracy a{result_trust(call, meta_of(ref)), 0, 0};
+  if (a.trust != Trust::Close) return a;
   double in = 0;
-  for (int slot : call.inputs) in = std::max(in, pool_[slot].scale);
-  double scale = std::max(in * call.growth, max_magnitude(ref));
-  for (int slot : call.inputs) scale = std::max(scale, max_magnitude(pool_[slot].ref));
-  return scale;
+  a.rtol = close_rtol(ref.dtype);
+  for (int slot : call.inputs) {
+    const Entry& e = pool_[slot];
+    in = std::max(in, magnitude(slot));
+    if (e.accuracy.trust == Trust::Close) a.rtol = std::max(a.rtol, e.accuracy.rtol);
+    if (is_floating(e.ref.dtype)) a.rtol = std::max(a.rtol, close_rtol(e.ref.dtype));
+  }
+  a.scale = std::max(in * call.growth, max_magnitude(ref));
+  if (a.scale > (ref.dtype == DType::Float32 ? 1e30 : 1e300)) a.trust = Trust::Unknown;
+  return a;
 }
 
 inline void Program::check_materialised(int slot) { check_entry(pool_[slot]); }
@@ -334,16 +357,15 @@ inline void Program::check_entry(Entry& e) {
   } catch (const std::exception& ex) {
     return fail(fmt::format("reading materialised {} threw \"{}\"", e.name, ex.what()));
   }
-  const double limit = e.ref.dtype == DType::Float32 ? 1e30 : 1e300;
-  const Trust trust = e.trust == Trust::Close && e.scale > limit ? Trust::Unknown : e.trust;
-  if (trust != Trust::Unknown) {
-    const std::string diff = mismatches(got, e.ref, trust, e.scale);
+  if (!e.compared) ++coverage_.values[static_cast<int>(e.accuracy.trust)];
+  if (e.accuracy.trust != Trust::Unknown) {
+    const std::string diff = mismatches(got, e.ref, e.accuracy);
     if (!diff.empty()) return fail(fmt::format("{} ({}) differs from its reference: {}", e.name,
                                                meta_text(meta_of(got)), diff));
   }
   e.ref = std::move(got);
-  e.trust = Trust::Exact;
-  e.scale = max_magnitude(e.ref);
+  e.accuracy = Accuracy{};
+  e.compared = true;
 }
 
 }  // namespace lazyjit::fuzz

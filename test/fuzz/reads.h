@@ -71,7 +71,7 @@ void read_item(Program& p, int slot) {
   const Number n = e.ref.numel() == 1 ? number_at(e.ref) : Number{};
   Expect x = expect([&] {
     if (e.ref.numel() != 1) throw Reject{"item of a tensor that is not one element"};
-    if (e.trust != Trust::Exact) throw Open{};
+    if (e.accuracy.trust != Trust::Exact) throw Open{};
     contract::check_fits(n, dtype_of_v<T>);
     return Meta{};
   });

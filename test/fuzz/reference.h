@@ -84,12 +84,21 @@ inline double max_magnitude(const ir::HostTensor& t) {
   return m;
 }
 
+/// How a kernel's result is compared with its reference.
+struct Accuracy {
+  Trust trust = Trust::Exact;
+  double scale = 0;  ///< Close: the magnitudes whose rounding errors may add up in it
+  double rtol = 0;   ///< Close: the relative error of the least precise float on the way
+};
+
+/// The relative error a Close value of `dtype` may carry.
+inline double close_rtol(DType dtype) { return dtype == DType::Float32 ? 1e-4 : 1e-9; }
+
 /// Whether element `i` of a kernel result matches the reference. Exact: integers bit for bit,
 /// floats within 2e-5 (float32) or 1e-12 (float64) relative, NaN only as NaN, zero signs equal.
-/// Close: within 1e-4 (float32) or 1e-9 (float64) of the magnitudes involved (`scale`); an
-/// overflow to infinity matches a value near the dtype's maximum.
-inline bool element_matches(const ir::HostTensor& got, const ir::HostTensor& want, int64_t i, Trust trust,
-                            double scale) {
+/// Close: within `rtol` of the magnitudes involved; an overflow to infinity matches a value
+/// near the dtype's maximum.
+inline bool element_matches(const ir::HostTensor& got, const ir::HostTensor& want, int64_t i, const Accuracy& a) {
   if (!is_floating(want.dtype)) {
     const size_t size = static_cast<size_t>(dtype_size(want.dtype));
     return std::memcmp(got.bytes.data() + i * size, want.bytes.data() + i * size, size) == 0;
@@ -97,7 +106,7 @@ inline bool element_matches(const ir::HostTensor& got, const ir::HostTensor& wan
   const double g = got.as_double(i), w = want.as_double(i);
   if (std::isnan(g) || std::isnan(w)) return std::isnan(g) && std::isnan(w);
   const bool f32 = want.dtype == DType::Float32;
-  if (trust == Trust::Exact) {
+  if (a.trust == Trust::Exact) {
     if (g == w) return std::signbit(g) == std::signbit(w);
     if (std::isinf(g) || std::isinf(w)) return false;
     return std::abs(g - w) <= (f32 ? 2e-5 : 1e-12) * (1 + std::abs(w));
@@ -105,22 +114,22 @@ inline bool element_matches(const ir::HostTensor& got, const ir::HostTensor& wan
   if (g == w) return true;
   const double max = f32 ? std::numeric_limits<float>::max() : std::numeric_limits<double>::max();
   if (std::isinf(g) || std::isinf(w)) return std::min(std::abs(g), std::abs(w)) > max / 4 && (g > 0) == (w > 0);
-  return std::abs(g - w) <= (f32 ? 1e-4 : 1e-9) * (1e-6 + std::abs(w) + scale);
+  return std::abs(g - w) <= a.rtol * (1e-6 + std::abs(w) + a.scale);
 }
 
 /// The first few elements where `got` differs from `want`, as text; empty when they match.
-inline std::string mismatches(const ir::HostTensor& got, const ir::HostTensor& want, Trust trust, double scale) {
+inline std::string mismatches(const ir::HostTensor& got, const ir::HostTensor& want, const Accuracy& a) {
   if (got.dtype != want.dtype || got.shape != want.shape) {
     return fmt::format("result is {}, reference is {}", meta_text(meta_of(got)), meta_text(meta_of(want)));
   }
   std::string text;
   int reported = 0;
   for (int64_t i = 0; i < got.numel() && reported < 4; ++i) {
-    if (element_matches(got, want, i, trust, scale)) continue;
+    if (element_matches(got, want, i, a)) continue;
     text += fmt::format("{}element {}: got {}, reference {}", reported++ ? "; " : "", i, got.as_double(i),
                         want.as_double(i));
   }
-  if (!text.empty()) text += fmt::format(" ({} comparison, scale {})", trust_name(trust), scale);
+  if (!text.empty()) text += fmt::format(" ({} comparison, scale {}, rtol {})", trust_name(a.trust), a.scale, a.rtol);
   return text;
 }
 

@@ -97,7 +97,7 @@ inline void gen_matmul(Program& p) {
                      expect([&] { return contract::matmul(p.meta(a), p.meta(b)); }), Numerics::Rounds);
   const Dims& sa = p.meta(a).shape;
   const double k = sa.empty() ? 1 : static_cast<double>(std::max<int64_t>(sa.back(), 1));
-  c.growth = k * std::max(1.0, std::min(p.entry(a).scale, p.entry(b).scale));
+  c.growth = k * std::max(1.0, std::min(p.magnitude(a), p.magnitude(b)));
   p.apply(std::move(c));
 }
 

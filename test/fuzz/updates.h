@@ -40,15 +40,19 @@ inline Call update_call(std::string text, std::vector<int> inputs, std::function
   return c;
 }
 
+inline bool divides(const UpdateOp& op) { return op.family == Family::Floating; }
+
 inline void gen_update_with_tensor(Program& p, int self, const UpdateOp& op) {
   const int other = operand_like(p, self);
   if (p.failed()) return;
   const auto fn = op.with_tensor;
-  p.apply(update_call(update_text(op, p.name(self), p.name(other)), {self, other},
-                      [fn](const Args& x) { Tensor t = x[0]; return fn(t, x[1]); }, expect([&] {
-                        return contract::in_place(p.meta(self), contract::binary(op.family, p.meta(self),
-                                                                                 p.meta(other)));
-                      })));
+  Call c = update_call(update_text(op, p.name(self), p.name(other)), {self, other},
+                       [fn](const Args& x) { Tensor t = x[0]; return fn(t, x[1]); }, expect([&] {
+                         return contract::in_place(p.meta(self), contract::binary(op.family, p.meta(self),
+                                                                                  p.meta(other)));
+                       }));
+  c.amplifies = divides(op);
+  p.apply(std::move(c));
 }
 
 inline void gen_update_with_number(Program& p, int self, const UpdateOp& op) {
