@@ -959,6 +959,28 @@ TEST(AutogradHistory, GradAfterMarkStepIsAnErrorThatSaysWhy) {
                                              "ends a step's graphs, so take gradients before it")));
 }
 
+// Reading an intermediate (printing logits) before the loss is traced: the loss reads the
+// intermediate's data, and the gradient still flows through the graph that computed it.
+TEST(AutogradHistory, BackwardThroughAnIntermediateReadBeforeTheLossWasTraced) {
+  Tensor w = f64({1, 2});
+  w.requires_grad_();
+  Tensor h = w * w;
+  EXPECT_THAT(h.to_vector<double>(), ElementsAre(1.0, 4.0));
+  sum(h * 3.0).backward();
+  EXPECT_THAT(w.grad().to_vector<double>(), ElementsAre(6.0, 12.0));
+  EXPECT_THAT(grad_of(sum(h * h), w), ElementsAre(4.0, 32.0));  // 4 w^3
+}
+
+// A parameter read (synced) before the step, as a user printing weights does: its gradient
+// is counted once, not once through its data and again through the graph that made it.
+TEST(AutogradHistory, AnInputReadBeforeBackwardHasItsGradientOnce) {
+  Tensor w = f64({1, 2}) * 1.0;
+  w.requires_grad_();
+  EXPECT_THAT(w.to_vector<double>(), ElementsAre(1.0, 2.0));
+  sum(w * w).backward();
+  EXPECT_THAT(w.grad().to_vector<double>(), ElementsAre(2.0, 4.0));
+}
+
 TEST(AutogradHistory, GradWithRespectToAMaterialisedIntermediate) {
   Tensor w = f64({1, 2, 3});
   w.requires_grad_();  // autograd in use: the sync below keeps h's graph

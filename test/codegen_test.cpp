@@ -43,9 +43,7 @@ using Entry = CompileCache::Entry;
 Entry fake_entry(const std::string& tag) {
   lowering::KernelPlan plan;
   plan.kernels.push_back({.symbol = tag, .domain = 0, .results = {0}});
-  return std::make_shared<const CompiledGraph>(std::move(plan),
-                                               std::vector<lowering::KernelFn>{},
-                                               /*session=*/nullptr, /*dylib=*/nullptr);
+  return std::make_shared<const CompiledGraph>(std::move(plan), std::vector<std::shared_ptr<const CompiledKernel>>{});
 }
 
 std::string tag_of(const absl::StatusOr<Entry>& entry) {
@@ -395,19 +393,6 @@ struct TestGraph {
   }
 };
 
-/// The text of `kernel`'s two functions in `lowered`, under the symbol "k", without the
-/// module's numbering of attribute groups.
-std::string kernel_text(lowering::LoweredGraph& lowered, const lowering::KernelSpec& kernel) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  for (const std::string& name : {kernel.symbol + ".body", kernel.symbol}) {
-    llvm::Function* fn = lowered.module->getFunction(name);
-    fn->setName(name.substr(kernel.symbol.size()).insert(0, "k"));
-    fn->print(os);
-  }
-  return std::regex_replace(text, std::regex(" #[0-9]+"), " #");
-}
-
 // A kernel's arguments are its own frame: the same kernel in two graphs whose buffers, sizes
 // and scalars sit at other places in the graph's tables is the same code.
 TEST(KernelFrameTest, TheSameKernelInTwoGraphsIsTheSameCode) {
@@ -431,7 +416,10 @@ TEST(KernelFrameTest, TheSameKernelInTwoGraphsIsTheSameCode) {
   ASSERT_EQ(two.plan.kernels.size(), 2u);
   const lowering::KernelSpec& a = one.plan.kernels[0];
   const lowering::KernelSpec& b_kernel = two.plan.kernels[1];
-  EXPECT_EQ(kernel_text(one, a), kernel_text(two, b_kernel));
+  EXPECT_EQ(one.kernels[0].content, two.kernels[1].content);
+  EXPECT_EQ(lowering::module_text(*one.kernels[0].module), lowering::module_text(*two.kernels[1].module));
+  EXPECT_EQ(a.symbol, "lj_" + one.kernels[0].content.to_hex());
+  EXPECT_NE(two.kernels[0].content, two.kernels[1].content);
   EXPECT_EQ(a.frame.buffers, (std::vector<int>{lowering::KernelFrame::kScalars, 0, 1, 2}));
   EXPECT_EQ(b_kernel.frame.buffers, (std::vector<int>{lowering::KernelFrame::kScalars, 1, 2, 4}));
   EXPECT_EQ(a.frame.scalars, (std::vector<int>{0}));
@@ -464,25 +452,41 @@ TEST(JitCompilerTest, CompilesAndRunsALoweredGraph) {
   }
 }
 
-TEST(JitCompilerTest, KernelsCompiledInPartsReloadFromTheirBundle) {
+// Kernels are compiled once by content: a graph made of kernels another graph already has
+// compiles nothing, and a kernel's code lives while any graph holds it.
+TEST(JitCompilerTest, EachDistinctKernelIsCompiledOnce) {
+  auto compiler = JitCompiler::create(2);
+  ASSERT_TRUE(compiler.ok()) << compiler.status();
+  JitCompiler& jit = **compiler;
   TestGraph g(4, 9, -2.0);
+  JitCompiler::Report first_report;
+  JitCompiler::Artifacts artifacts;
   lowering::LoweredGraph lowered = lowering::lower_graph(g.graph);
-  lowering::KernelPlan plan = lowered.plan;
-  JitCompiler::Artifacts artifacts{.with_text = true};
-  absl::StatusOr<std::shared_ptr<const CompiledGraph>> code = jit().compile(std::move(lowered), &artifacts);
-  ASSERT_TRUE(code.ok()) << code.status();
-  // Each kernel's code is in the dumps, whichever part compiled it.
-  for (const lowering::KernelSpec& kernel : plan.kernels) {
+  const lowering::KernelPlan plan = lowered.plan;
+  absl::StatusOr<std::shared_ptr<const CompiledGraph>> first = jit.compile(std::move(lowered), nullptr, &first_report, &artifacts);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first_report.kernels_compiled, 2);
+  EXPECT_EQ(first_report.kernel_cache_hits, 0);
+  for (const lowering::KernelSpec& kernel : plan.kernels) {  // each kernel's code is in the dumps
     EXPECT_THAT(artifacts.assembly, HasSubstr(kernel.symbol + ":"));
     EXPECT_THAT(artifacts.optimized_ir, HasSubstr("define void @" + kernel.symbol + "("));
   }
-  absl::StatusOr<std::shared_ptr<const CompiledGraph>> reloaded = jit().load(plan, artifacts.object);
-  ASSERT_TRUE(reloaded.ok()) << reloaded.status();
-  expect_matches_interpreter(g.graph, run(g.graph, **reloaded));
+  expect_matches_interpreter(g.graph, run(g.graph, **first));
+  EXPECT_EQ(jit.loaded_kernels(), 2);
 
-  absl::StatusOr<std::shared_ptr<const CompiledGraph>> cut = jit().load(plan, artifacts.object.substr(0, 20));
-  ASSERT_FALSE(cut.ok());
-  EXPECT_THAT(std::string(cut.status().message()), HasSubstr("not a lazyjit object bundle"));
+  // Another graph (other sizes, so another key would not matter; the same kernels) compiles nothing.
+  TestGraph other(7, 9, 3.0);
+  JitCompiler::Report second_report;
+  absl::StatusOr<std::shared_ptr<const CompiledGraph>> second = jit.compile(lowering::lower_graph(other.graph), nullptr, &second_report);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second_report.kernels_compiled, 0);
+  EXPECT_EQ(second_report.kernel_cache_hits, 2);
+  expect_matches_interpreter(other.graph, run(other.graph, **second));
+
+  first->reset();
+  EXPECT_EQ(jit.loaded_kernels(), 2) << "the second graph still holds them";
+  second->reset();
+  EXPECT_EQ(jit.loaded_kernels(), 0);
 }
 
 TEST(JitCompilerTest, CodeReadsSizesFromTheShapeTable) {
@@ -495,19 +499,21 @@ TEST(JitCompilerTest, CodeReadsSizesFromTheShapeTable) {
   expect_matches_interpreter(large.graph, run(large.graph, **code, 500));
 }
 
-/// A module holding one function `name` that the verifier accepts or rejects.
+/// A graph of one hand-written kernel: a function `name` that the verifier accepts or rejects.
 lowering::LoweredGraph hand_module(const std::string& name, bool valid, const std::string& callee = "") {
   lowering::LoweredGraph lowered;
-  lowered.context = std::make_unique<llvm::LLVMContext>();
-  lowered.module = std::make_unique<llvm::Module>("hand", *lowered.context);
-  llvm::LLVMContext& ctx = *lowered.context;
+  lowering::LoweredKernel& kernel = lowered.kernels.emplace_back();
+  kernel.context = std::make_unique<llvm::LLVMContext>();
+  kernel.module = std::make_unique<llvm::Module>("hand", *kernel.context);
+  kernel.content = ir::hash_bytes(name + (valid ? "valid" : "invalid") + callee);
+  llvm::LLVMContext& ctx = *kernel.context;
   auto* ptr = llvm::PointerType::get(ctx, 0);
   auto* i64 = llvm::Type::getInt64Ty(ctx);
   auto* type = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr, ptr, i64, i64}, false);
-  auto* fn = llvm::Function::Create(type, llvm::Function::ExternalLinkage, name, *lowered.module);
+  auto* fn = llvm::Function::Create(type, llvm::Function::ExternalLinkage, name, *kernel.module);
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
   if (!callee.empty()) {
-    llvm::FunctionCallee f = lowered.module->getOrInsertFunction(callee, llvm::Type::getVoidTy(ctx));
+    llvm::FunctionCallee f = kernel.module->getOrInsertFunction(callee, llvm::Type::getVoidTy(ctx));
     b.CreateCall(f);
   }
   if (valid) b.CreateRetVoid();  // else: a block without a terminator
@@ -527,8 +533,7 @@ TEST(JitCompilerTest, MissingKernelSymbolIsAnErrorAndTheJitStillWorks) {
   lowered.plan.kernels.push_back({.symbol = "missing_kernel", .domain = 0, .results = {0}});
   absl::StatusOr<std::shared_ptr<const CompiledGraph>> code = jit().compile(std::move(lowered));
   ASSERT_FALSE(code.ok());
-  EXPECT_THAT(code.status().message(), HasSubstr("compiling missing_kernel"));
-  EXPECT_THAT(code.status().message(), HasSubstr("missing_kernel"));
+  EXPECT_THAT(code.status().message(), HasSubstr("compiling missing_kernel: the module does not define it"));
 
   TestGraph g(2, 3, 2.0);
   absl::StatusOr<std::shared_ptr<const CompiledGraph>> good = jit().compile(lowering::lower_graph(g.graph));
@@ -545,7 +550,7 @@ TEST(JitCompilerTest, UnresolvedExternalIsAnErrorNamingIt) {
 }
 
 TEST(JitCompilerTest, SameGraphCompiledTwiceIntoOneJit) {
-  // Symbols are named after the graph key; a second copy (e.g. after an eviction) must load.
+  // Symbols are named after the kernel's content; a second copy (e.g. after an eviction) must load.
   TestGraph g(2, 3, 2.0);
   absl::StatusOr<std::shared_ptr<const CompiledGraph>> first = jit().compile(lowering::lower_graph(g.graph));
   ASSERT_TRUE(first.ok()) << first.status();
@@ -555,9 +560,8 @@ TEST(JitCompilerTest, SameGraphCompiledTwiceIntoOneJit) {
   expect_matches_interpreter(g.graph, run(g.graph, **second));
 }
 
-// Regression: kernel symbols used to be named after the graph key alone, so a graph compiled
-// again while an earlier copy was still loaded (evicted while another thread ran it, then
-// requested again) collided with it in the one JITDylib.
+// A graph compiled again while an earlier copy is still loaded (evicted while another thread
+// ran it, then requested again) shares the earlier copy's kernels.
 TEST(JitCompilerTest, SameGraphCompiledTwiceWhileTheFirstIsStillHeld) {
   TestGraph g(2, 3, 2.0);
   absl::StatusOr<std::shared_ptr<const CompiledGraph>> first = jit().compile(lowering::lower_graph(g.graph));
@@ -571,22 +575,23 @@ TEST(JitCompilerTest, SameGraphCompiledTwiceWhileTheFirstIsStillHeld) {
 TEST(JitCompilerTest, AssemblyLeavesTheModuleAlone) {
   TestGraph g(2, 3, 2.0);
   lowering::LoweredGraph lowered = lowering::lower_graph(g.graph);
+  llvm::Module& module = *lowered.kernels[0].module;
   std::string before;
-  llvm::raw_string_ostream(before) << *lowered.module;
-  absl::StatusOr<std::string> assembly = jit().assembly(*lowered.module);
+  llvm::raw_string_ostream(before) << module;
+  absl::StatusOr<std::string> assembly = jit().assembly(module);
   ASSERT_TRUE(assembly.ok()) << assembly.status();
   EXPECT_THAT(*assembly, HasSubstr(lowered.plan.kernels[0].symbol + ":"));
   std::string after;
-  llvm::raw_string_ostream(after) << *lowered.module;
+  llvm::raw_string_ostream(after) << module;
   EXPECT_EQ(before, after);
 }
 
 TEST(JitCompilerTest, OptimizeVectorisesFloatLoops) {
   TestGraph g(2, 3, 2.0);
   lowering::LoweredGraph lowered = lowering::lower_graph(g.graph);
-  jit().optimize(*lowered.module);
+  jit().optimize(*lowered.kernels[0].module);
   std::string text;
-  llvm::raw_string_ostream(text) << *lowered.module;
+  llvm::raw_string_ostream(text) << *lowered.kernels[0].module;
   EXPECT_THAT(text, HasSubstr(" x float>"));
 }
 

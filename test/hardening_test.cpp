@@ -161,6 +161,21 @@ TEST(OverflowTest, UnsignedScalarsPastInt64KeepTheirValue) {
   EXPECT_THAT(full({1}, uint64_t{1} << 62, DType::Int64).to_vector<int64_t>(), ElementsAre(int64_t{1} << 62));
 }
 
+TEST(OverflowTest, ItemChecksTheTruncatedValueAgainstTheIntegerRange) {
+  EXPECT_EQ(error_of([] { full({1}, 9223372036854775808.0, DType::Float64).item<int64_t>(); }),
+            "item: scalar 9.223372036854776e+18 does not fit int64");
+  EXPECT_EQ(error_of([] { full({1}, 9223372036854775808.0, DType::Float32).item<int64_t>(); }),
+            "item: scalar 9.223372036854776e+18 does not fit int64");
+  EXPECT_EQ(full({1}, 2147483647.5, DType::Float64).item<int32_t>(), 2147483647);
+  EXPECT_EQ(full({1}, -2147483648.5, DType::Float64).item<int32_t>(), -2147483648);
+  EXPECT_EQ(full({1}, -9223372036854775808.0, DType::Float64).item<int64_t>(), std::numeric_limits<int64_t>::min());
+}
+
+TEST(OverflowTest, ArangeValuesMustFitTheDtype) {
+  EXPECT_EQ(error_of([] { arange(3000000000, DType::Int32); }), "arange: its last value 2999999999 does not fit int32");
+  EXPECT_EQ(arange(3000000000, DType::Int64).numel(), 3000000000);
+}
+
 // Item 9: dims on rank-0 tensors, the rank limit, and messages that quote what the user wrote.
 
 TEST(ValidationTest, DimsOfARankZeroTensorAreMinusOneAndZero) {

@@ -34,10 +34,12 @@ struct Metrics {
   int64_t graphs_traced = 0;      ///< graphs collected for materialisation
   int64_t nodes_traced = 0;       ///< IR nodes created by ops
   int64_t graphs_executed = 0;    ///< graphs run (cache hit or fresh compile)
-  int64_t compiles = 0;           ///< LLVM optimise + codegen runs
-  int64_t cache_hits = 0;         ///< in-memory compile cache
+  int64_t compiles = 0;           ///< graphs that needed a kernel compiled (LLVM optimise + codegen)
+  int64_t kernels_compiled = 0;   ///< distinct kernels compiled: each kernel's code is compiled once
+  int64_t kernel_cache_hits = 0;  ///< kernels of newly seen graphs whose code was in memory already
+  int64_t cache_hits = 0;         ///< in-memory compile cache (graphs)
   int64_t cache_misses = 0;
-  int64_t disk_cache_hits = 0;    ///< objects loaded from the on-disk cache instead of compiling
+  int64_t disk_cache_hits = 0;    ///< kernels loaded from the on-disk cache instead of compiling
   int64_t evictions = 0;
   int64_t donations = 0;          ///< outputs written into an input's buffer
   int64_t bytes_allocated = 0;    ///< fresh buffer memory (pool reuse does not count)

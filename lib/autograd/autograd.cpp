@@ -33,8 +33,19 @@ std::string describe(const ir::Node& node) {
   return fmt::format("{}{}", dtype_name(node.dtype()), ir::shape_to_string(node.shape()));
 }
 
-/// The nodes `root` depends on, each after its operands.
-std::vector<ir::NodePtr> post_order(const ir::NodePtr& root) {
+/// The graphs that syncs kept, by the data leaf later ops read (GraphExecutor::kept_histories):
+/// to differentiate, such a leaf is its history, an identity edge from the leaf to it.
+using Histories = absl::flat_hash_map<const ir::Node*, ir::NodePtr>;
+
+/// What `node` is computed from, for differentiation: its operands, or a kept leaf's history.
+std::span<const ir::NodePtr> inputs_of(const ir::Node* node, const Histories& histories) {
+  if (!node->operands().empty()) return node->operands();
+  auto found = histories.find(node);
+  return found == histories.end() ? std::span<const ir::NodePtr>() : std::span(&found->second, 1);
+}
+
+/// The nodes `root` depends on (through kept histories too), each after its inputs.
+std::vector<ir::NodePtr> post_order(const ir::NodePtr& root, const Histories& histories) {
   std::vector<ir::NodePtr> order;
   absl::flat_hash_set<const ir::Node*> seen;
   std::vector<std::pair<const ir::Node*, size_t>> stack;
@@ -44,7 +55,7 @@ std::vector<ir::NodePtr> post_order(const ir::NodePtr& root) {
         seen.insert(node);
         order.push_back(node->shared_from_this());
       },
-      stack);
+      [&](const ir::Node* node) { return inputs_of(node, histories); }, stack);
   return order;
 }
 
@@ -86,7 +97,9 @@ ir::OpKind breaking_op(const ir::Node* node, const absl::flat_hash_set<const ir:
 /// output does not depend on gets an undefined tensor when `allow_unused`, an Error otherwise.
 static std::vector<Tensor> differentiate(const char* op, const Tensor& output, const std::vector<Tensor>& inputs,
                                   const Tensor& seed, bool allow_unused) {
-  runtime::Runtime::get().graph_executor().keep_history_on_sync();
+  runtime::GraphExecutor& executor = runtime::Runtime::get().graph_executor();
+  executor.keep_history_on_sync();
+  const Histories histories = executor.kept_histories();
   const ir::NodePtr root = graph_of(output);
   // An input is its current value and, when a sync materialised it since the output was
   // traced, the graph that computed it: the output may depend on either.
@@ -105,7 +118,7 @@ static std::vector<Tensor> differentiate(const char* op, const Tensor& output, c
   }
 
   // Which nodes lead to an input: only those need cotangents.
-  const std::vector<ir::NodePtr> order = post_order(root);
+  const std::vector<ir::NodePtr> order = post_order(root, histories);
   absl::flat_hash_set<const ir::Node*> leads;
   for (const ir::NodePtr& node : order) {
     if (wanted.contains(node.get())) {
@@ -113,7 +126,7 @@ static std::vector<Tensor> differentiate(const char* op, const Tensor& output, c
       continue;
     }
     if (node->stops_gradient()) continue;
-    for (const ir::NodePtr& operand : node->operands()) {
+    for (const ir::NodePtr& operand : inputs_of(node.get(), histories)) {
       if (leads.contains(operand.get())) {
         leads.insert(node.get());
         break;
@@ -132,7 +145,16 @@ static std::vector<Tensor> differentiate(const char* op, const Tensor& output, c
     const bool keep = wanted.contains(node.get());
     const Tensor g = keep ? found->second : std::move(found->second);
     if (!keep) cotangent.erase(found);
-    if (node->operands().empty() || node->stops_gradient()) continue;
+    if (node->stops_gradient()) continue;
+    if (node->operands().empty()) {  // a kept leaf passes its cotangent to its history
+      if (keep) continue;  // an input's leaf and history are one input: summed once, at the end
+      for (const ir::NodePtr& history : inputs_of(node.get(), histories)) {
+        if (!leads.contains(history.get())) continue;
+        Tensor& sum = cotangent[history.get()];
+        sum = sum.defined() ? sum + g : g;
+      }
+      continue;
+    }
 
     const std::vector<Tensor> parts = vjp(node, g);
     for (size_t i = 0; i < node->operands().size(); ++i) {

@@ -1,4 +1,4 @@
-// LLJIT setup, the optimisation pipeline and loading compiled kernels.
+// LLJIT setup, the optimisation pipeline, the kernel code cache and loading compiled kernels.
 #include "codegen/jit_compiler.h"
 
 #include "codegen/vector_library.h"
@@ -16,12 +16,11 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Transforms/Utils/Cloning.h"
-#include "llvm/Bitcode/BitcodeReader.h"
-#include "llvm/Bitcode/BitcodeWriter.h"
 
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 namespace lazyjit::codegen {
@@ -36,95 +35,30 @@ absl::Status to_status(llvm::Error error, std::string_view context) {
   return absl::InternalError(fmt::format("{}: {}", context, llvm::toString(std::move(error))));
 }
 
-// A graph's code is a bundle of objects, one per partition of its kernels (they compile in
-// parallel): "ljobjs1" and a NUL, a 32-bit count, then per object a 64-bit size and its bytes.
-inline constexpr char kBundleMagic[8] = {'l', 'j', 'o', 'b', 'j', 's', '1', '\0'};
-
-std::string pack_objects(const std::vector<std::string>& objects) {
-  std::string blob(kBundleMagic, sizeof(kBundleMagic));
-  const auto count = static_cast<uint32_t>(objects.size());
-  blob.append(reinterpret_cast<const char*>(&count), sizeof(count));
-  for (const std::string& object : objects) {
-    const uint64_t size = object.size();
-    blob.append(reinterpret_cast<const char*>(&size), sizeof(size));
-    blob += object;
-  }
-  return blob;
-}
-
-absl::StatusOr<std::vector<std::string_view>> unpack_objects(std::string_view blob) {
-  auto bad = [] { return absl::InvalidArgumentError("not a lazyjit object bundle"); };
-  if (blob.size() < sizeof(kBundleMagic) + 4 || std::memcmp(blob.data(), kBundleMagic, sizeof(kBundleMagic)) != 0) {
-    return bad();
-  }
-  blob.remove_prefix(sizeof(kBundleMagic));
-  uint32_t count = 0;
-  std::memcpy(&count, blob.data(), sizeof(count));
-  blob.remove_prefix(sizeof(count));
-  std::vector<std::string_view> objects;
-  for (uint32_t i = 0; i < count; ++i) {
-    uint64_t size = 0;
-    if (blob.size() < sizeof(size)) return bad();
-    std::memcpy(&size, blob.data(), sizeof(size));
-    blob.remove_prefix(sizeof(size));
-    if (blob.size() < size) return bad();
-    objects.push_back(blob.substr(0, size));
-    blob.remove_prefix(size);
-  }
-  if (!blob.empty()) return bad();
-  return objects;
-}
-
-/// The module's kernels in `parts` groups, each a module of its own (as bitcode, so each can
-/// be read into its own LLVMContext and compiled on its own thread). A group holds its
-/// kernels' entry and body functions and every internal helper; other kernels' functions
-/// become declarations.
-std::vector<llvm::SmallVector<char, 0>> split_by_kernel(const llvm::Module& module,
-                                                       const std::vector<lowering::KernelSpec>& kernels, size_t parts) {
-  std::vector<llvm::SmallVector<char, 0>> bitcode(parts);
-  for (size_t part = 0; part < parts; ++part) {
-    std::vector<std::string> mine;
-    for (size_t k = part; k < kernels.size(); k += parts) mine.push_back(kernels[k].symbol);
-    auto is_kernel_function = [&](llvm::StringRef name) {
-      return std::any_of(kernels.begin(), kernels.end(), [&](const lowering::KernelSpec& kernel) {
-        return name == kernel.symbol || name == kernel.symbol + ".body";
-      });
-    };
-    llvm::ValueToValueMapTy map;
-    std::unique_ptr<llvm::Module> piece = llvm::CloneModule(module, map, [&](const llvm::GlobalValue* value) {
-      const llvm::StringRef name = value->getName();
-      if (!is_kernel_function(name)) return true;
-      return std::any_of(mine.begin(), mine.end(), [&](const std::string& symbol) {
-        return name == symbol || name == symbol + ".body";
-      });
-    });
-    llvm::raw_svector_ostream os(bitcode[part]);
-    llvm::WriteBitcodeToFile(*piece, os);
-  }
-  return bitcode;
-}
-
 }  // namespace
 
-CompiledGraph::CompiledGraph(lowering::KernelPlan plan, std::vector<lowering::KernelFn> functions,
-                             llvm::orc::ExecutionSession* session, llvm::orc::JITDylib* dylib,
+CompiledKernel::~CompiledKernel() {
+  if (session_ != nullptr && dylib_ != nullptr) llvm::consumeError(session_->removeJITDylib(*dylib_));
+}
+
+CompiledGraph::CompiledGraph(lowering::KernelPlan plan, std::vector<std::shared_ptr<const CompiledKernel>> code,
                              std::atomic<int64_t>* loaded)
-    : plan_(std::move(plan)), functions_(std::move(functions)), session_(session), dylib_(dylib),
-      loaded_(loaded) {
+    : plan_(std::move(plan)), code_(std::move(code)), loaded_(loaded) {
   if (loaded_ != nullptr) loaded_->fetch_add(1);
 }
 
 CompiledGraph::~CompiledGraph() {
-  if (session_ != nullptr && dylib_ != nullptr) llvm::consumeError(session_->removeJITDylib(*dylib_));
   if (loaded_ != nullptr) loaded_->fetch_sub(1);
 }
 
 JitCompiler::~JitCompiler() = default;
 
-absl::StatusOr<std::unique_ptr<JitCompiler>> JitCompiler::create() {
+absl::StatusOr<std::unique_ptr<JitCompiler>> JitCompiler::create(int compile_threads) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   std::unique_ptr<JitCompiler> compiler(new JitCompiler);
+  compiler->compile_threads_ =
+      compile_threads > 0 ? compile_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
   auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!builder) return to_status(builder.takeError(), "detecting the host CPU");
@@ -202,13 +136,9 @@ void JitCompiler::optimize_with(llvm::Module& module, llvm::TargetMachine& targe
 }
 
 absl::StatusOr<std::string> JitCompiler::assembly(llvm::Module& module) {
-  return emit(module, llvm::CodeGenFileType::AssemblyFile);
-}
-
-absl::StatusOr<std::string> JitCompiler::emit(llvm::Module& module, llvm::CodeGenFileType type) {
   std::unique_ptr<llvm::Module> copy = llvm::CloneModule(module);  // codegen changes the module
   std::lock_guard lock(mutex_);
-  return emit_with(*copy, *target_machine_, type);
+  return emit_with(*copy, *target_machine_, llvm::CodeGenFileType::AssemblyFile);
 }
 
 absl::StatusOr<std::string> JitCompiler::emit_with(llvm::Module& module, llvm::TargetMachine& target,
@@ -229,128 +159,199 @@ std::string JitCompiler::take_session_errors() {
   return std::exchange(session_errors_, std::string());
 }
 
-absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::compile(lowering::LoweredGraph lowered,
-                                                                          Artifacts* artifacts) {
-  std::string verifier_errors;
-  llvm::raw_string_ostream verifier_os(verifier_errors);
-  if (llvm::verifyModule(*lowered.module, &verifier_os)) {
-    return absl::InternalError(fmt::format("generated LLVM IR is invalid: {}", verifier_errors));
-  }
-  for (const lowering::KernelSpec& kernel : lowered.plan.kernels) {
-    const llvm::Function* fn = lowered.module->getFunction(kernel.symbol);
-    if (fn == nullptr || fn->isDeclaration()) {
-      return absl::InternalError(fmt::format("compiling {}: the module does not define it", kernel.symbol));
-    }
-  }
-  const bool with_text = artifacts != nullptr && artifacts->with_text;
-  std::vector<std::string> objects;
-  if (lowered.plan.kernels.size() <= 1) {  // one kernel: no split, no threads
-    optimize(*lowered.module);
-    if (with_text) {
-      llvm::raw_string_ostream os(artifacts->optimized_ir);
-      lowered.module->print(os, nullptr);
-      absl::StatusOr<std::string> assembly = this->assembly(*lowered.module);
-      artifacts->assembly = assembly.ok() ? *std::move(assembly) : std::string(assembly.status().message());
-    }
-    absl::StatusOr<std::string> object = emit(*lowered.module, llvm::CodeGenFileType::ObjectFile);
-    if (!object.ok()) return object.status();
-    objects.push_back(*std::move(object));
-  } else {
-    absl::Status status = compile_parts(*lowered.module, lowered.plan.kernels, objects, with_text ? artifacts : nullptr);
-    if (!status.ok()) return status;
-  }
-  std::string bundle = pack_objects(objects);
-  absl::StatusOr<std::shared_ptr<const CompiledGraph>> code = load(std::move(lowered.plan), bundle);
-  if (artifacts != nullptr) artifacts->object = std::move(bundle);
-  return code;
+int64_t JitCompiler::loaded_kernels() const {
+  std::lock_guard lock(mutex_);
+  int64_t n = 0;
+  for (const auto& [key, kernel] : kernels_) n += kernel.expired() ? 0 : 1;
+  return n;
 }
 
-absl::Status JitCompiler::compile_parts(const llvm::Module& module, const std::vector<lowering::KernelSpec>& kernels,
-                                        std::vector<std::string>& objects, Artifacts* text) {
-  const size_t threads = std::max(1u, std::thread::hardware_concurrency());
-  const size_t parts = std::min(kernels.size(), threads);
-  const std::vector<llvm::SmallVector<char, 0>> bitcode = split_by_kernel(module, kernels, parts);
-  struct Part {
-    absl::Status status;
-    std::string object, optimized_ir, assembly;
-  };
-  std::vector<Part> results(parts);
+ir::Hash128 JitCompiler::kernel_key(const lowering::LoweredKernel& kernel) const {
+  const uint64_t words[] = {kernel.content.low, kernel.content.high, fingerprint_.low, fingerprint_.high};
+  return ir::hash_words(words);
+}
+
+std::unique_ptr<llvm::TargetMachine> JitCompiler::take_target() {
+  {
+    std::lock_guard lock(targets_mutex_);
+    if (!idle_targets_.empty()) {
+      std::unique_ptr<llvm::TargetMachine> target = std::move(idle_targets_.back());
+      idle_targets_.pop_back();
+      return target;
+    }
+  }
+  auto target = tm_builder_->createTargetMachine();
+  if (!target) {
+    llvm::consumeError(target.takeError());
+    return nullptr;
+  }
+  return std::move(*target);
+}
+
+void JitCompiler::give_back_target(std::unique_ptr<llvm::TargetMachine> target) {
+  if (target == nullptr) return;
+  std::lock_guard lock(targets_mutex_);
+  idle_targets_.push_back(std::move(target));
+}
+
+/// A kernel of the graph being compiled whose code is not in memory.
+struct JitCompiler::NewKernel {
+  size_t index;                // in the plan
+  ir::Hash128 key;
+  lowering::LoweredKernel* lowered;
+  std::string object = {};     // from the disk cache or compiled now
+  bool from_disk = false;
+  absl::Status status = {};
+  std::string optimized_ir = {}, assembly = {};
+};
+
+void JitCompiler::compile_objects(std::vector<NewKernel>& fresh, bool with_text) {
+  std::vector<NewKernel*> queue;
+  for (NewKernel& kernel : fresh) {
+    if (kernel.object.empty()) queue.push_back(&kernel);
+  }
   std::atomic<size_t> next{0};
   auto worker = [&] {
-    auto target = tm_builder_->createTargetMachine();  // one per thread: they are not shareable
-    for (size_t p = next++; p < parts; p = next++) {
-      Part& out = results[p];
-      if (!target) {
-        out.status = absl::InternalError("creating a target machine");
+    std::unique_ptr<llvm::TargetMachine> target;
+    for (size_t i = next++; i < queue.size(); i = next++) {
+      NewKernel& kernel = *queue[i];
+      if (target == nullptr) target = take_target();
+      if (target == nullptr) {
+        kernel.status = absl::InternalError("creating a target machine");
         continue;
       }
-      llvm::LLVMContext context;
-      auto parsed = llvm::parseBitcodeFile(llvm::MemoryBufferRef(llvm::StringRef(bitcode[p].data(), bitcode[p].size()), "part"), context);
-      if (!parsed) {
-        out.status = to_status(parsed.takeError(), "splitting the module");
-        continue;
+      llvm::Module& module = *kernel.lowered->module;
+      optimize_with(module, *target);
+      if (with_text) {
+        llvm::raw_string_ostream os(kernel.optimized_ir);
+        module.print(os, nullptr);
+        std::unique_ptr<llvm::Module> copy = llvm::CloneModule(module);
+        absl::StatusOr<std::string> assembly = emit_with(*copy, *target, llvm::CodeGenFileType::AssemblyFile);
+        kernel.assembly = assembly.ok() ? *std::move(assembly) : std::string(assembly.status().message());
       }
-      llvm::Module& piece = **parsed;
-      optimize_with(piece, **target);
-      if (text != nullptr) {
-        llvm::raw_string_ostream os(out.optimized_ir);
-        piece.print(os, nullptr);
-        std::unique_ptr<llvm::Module> copy = llvm::CloneModule(piece);
-        absl::StatusOr<std::string> assembly = emit_with(*copy, **target, llvm::CodeGenFileType::AssemblyFile);
-        out.assembly = assembly.ok() ? *std::move(assembly) : std::string(assembly.status().message());
-      }
-      absl::StatusOr<std::string> object = emit_with(piece, **target, llvm::CodeGenFileType::ObjectFile);
-      if (object.ok()) out.object = *std::move(object);
-      out.status = object.status();
+      absl::StatusOr<std::string> object = emit_with(module, *target, llvm::CodeGenFileType::ObjectFile);
+      if (object.ok()) kernel.object = *std::move(object);
+      kernel.status = object.status();
     }
-    if (!target) llvm::consumeError(target.takeError());
+    give_back_target(std::move(target));
   };
+  const size_t threads = std::min(queue.size(), static_cast<size_t>(compile_threads_));
   std::vector<std::thread> helpers;
-  for (size_t t = 1; t < parts; ++t) helpers.emplace_back(worker);
+  for (size_t t = 1; t < threads; ++t) helpers.emplace_back(worker);
   worker();
   for (std::thread& t : helpers) t.join();
-  for (Part& part : results) {
-    if (!part.status.ok()) return part.status;
-    objects.push_back(std::move(part.object));
-    if (text != nullptr) {
-      text->optimized_ir += part.optimized_ir;
-      text->assembly += part.assembly;
-    }
-  }
-  return absl::OkStatus();
 }
 
-absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::load(lowering::KernelPlan plan,
-                                                                       std::string_view bundle) {
-  absl::StatusOr<std::vector<std::string_view>> objects = unpack_objects(bundle);
-  if (!objects.ok()) return objects.status();
-  std::lock_guard lock(mutex_);
-  // Each graph gets a JITDylib of its own: its symbols cannot clash with another graph's
-  // (or with an evicted copy of itself still running), and removing it frees its code.
-  auto dylib = jit_->createJITDylib(fmt::format("lazyjit.graph.{}", ++loads_));
+absl::StatusOr<std::shared_ptr<const CompiledKernel>> JitCompiler::load(const std::string& symbol,
+                                                                       std::string_view object) {
+  // Each kernel gets a JITDylib of its own: removing it frees exactly its code, and a copy
+  // compiled again (by a racing thread, or after an eviction) cannot clash with it.
+  auto dylib = jit_->createJITDylib(fmt::format("lazyjit.kernel.{}", ++loads_));
   if (!dylib) return to_status(dylib.takeError(), "creating a JITDylib");
   dylib->addToLinkOrder(jit_->getMainJITDylib());  // libm, libmvec and the process
   auto release = [&](llvm::orc::JITDylib& jd) { llvm::consumeError(jit_->getExecutionSession().removeJITDylib(jd)); };
-  for (std::string_view object : *objects) {
-    auto buffer = llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(object.data(), object.size()), "lazyjit-kernels");
-    if (llvm::Error error = jit_->addObjectFile(*dylib, std::move(buffer))) {
-      release(*dylib);
-      return to_status(std::move(error), "loading the compiled object");
+  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(object.data(), object.size()), symbol);
+  if (llvm::Error error = jit_->addObjectFile(*dylib, std::move(buffer))) {
+    release(*dylib);
+    return to_status(std::move(error), "loading the compiled object");
+  }
+  auto address = jit_->lookup(*dylib, symbol);
+  if (!address) {
+    absl::Status status = to_status(address.takeError(), fmt::format("compiling {}", symbol));
+    const std::string details = take_session_errors();
+    release(*dylib);
+    return absl::InternalError(fmt::format("{}{}{}", std::string(status.message()), details.empty() ? "" : "\n", details));
+  }
+  return std::make_shared<const CompiledKernel>(address->toPtr<lowering::KernelFn>(), &jit_->getExecutionSession(),
+                                                &*dylib);
+}
+
+absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::compile(lowering::LoweredGraph lowered,
+                                                                          const DiskCache* disk, Report* report,
+                                                                          Artifacts* artifacts) {
+  Report local_report;
+  Report& done = report != nullptr ? *report : local_report;
+  const size_t n = lowered.plan.kernels.size();
+  if (lowered.kernels.size() != n) return absl::InternalError("a lowered graph needs one module per kernel");
+  std::vector<std::shared_ptr<const CompiledKernel>> code(n);
+  std::vector<NewKernel> fresh;
+  {
+    std::lock_guard lock(mutex_);
+    for (size_t k = 0; k < n; ++k) {
+      const ir::Hash128 key = kernel_key(lowered.kernels[k]);
+      auto found = kernels_.find(key);
+      if (found != kernels_.end()) code[k] = found->second.lock();
+      if (code[k] != nullptr) {
+        ++done.kernel_cache_hits;
+        continue;
+      }
+      const bool twice = std::any_of(fresh.begin(), fresh.end(), [&](const NewKernel& f) { return f.key == key; });
+      if (!twice) fresh.push_back({.index = k, .key = key, .lowered = &lowered.kernels[k]});
     }
   }
-  std::vector<lowering::KernelFn> functions;
-  for (const lowering::KernelSpec& kernel : plan.kernels) {
-    auto address = jit_->lookup(*dylib, kernel.symbol);
-    if (!address) {
-      absl::Status status = to_status(address.takeError(), fmt::format("compiling {}", kernel.symbol));
-      const std::string details = take_session_errors();
-      release(*dylib);
-      return absl::InternalError(fmt::format("{}{}{}", std::string(status.message()), details.empty() ? "" : "\n", details));
+  for (NewKernel& kernel : fresh) {
+    const lowering::KernelSpec& spec = lowered.plan.kernels[kernel.index];
+    std::string verifier_errors;
+    llvm::raw_string_ostream verifier_os(verifier_errors);
+    if (llvm::verifyModule(*kernel.lowered->module, &verifier_os)) {
+      return absl::InternalError(fmt::format("generated LLVM IR is invalid: {}", verifier_errors));
     }
-    functions.push_back(address->toPtr<lowering::KernelFn>());
+    const llvm::Function* fn = kernel.lowered->module->getFunction(spec.symbol);
+    if (fn == nullptr || fn->isDeclaration()) {
+      return absl::InternalError(fmt::format("compiling {}: the module does not define it", spec.symbol));
+    }
+    if (disk == nullptr || !disk->enabled()) continue;
+    absl::StatusOr<std::optional<std::string>> object = disk->load(kernel.key);
+    if (!object.ok()) {
+      done.warnings.push_back(fmt::format("{}; ignoring it, compiling and replacing it", std::string(object.status().message())));
+    } else if (object->has_value()) {
+      kernel.object = **std::move(object);
+      kernel.from_disk = true;
+    }
   }
-  return std::make_shared<const CompiledGraph>(std::move(plan), std::move(functions), &jit_->getExecutionSession(),
-                                               &*dylib, &loaded_);
+  compile_objects(fresh, artifacts != nullptr);
+  std::lock_guard lock(mutex_);
+  for (NewKernel& kernel : fresh) {
+    if (!kernel.status.ok()) return kernel.status;
+    const std::string& symbol = lowered.plan.kernels[kernel.index].symbol;
+    absl::StatusOr<std::shared_ptr<const CompiledKernel>> loaded = load(symbol, kernel.object);
+    if (!loaded.ok() && kernel.from_disk) {  // a valid file from another build: compile it after all
+      done.warnings.push_back(fmt::format("cache file {} does not load ({}); compiling and replacing it",
+                                          disk->path_of(kernel.key), std::string(loaded.status().message())));
+      kernel.object.clear();
+      kernel.from_disk = false;
+      std::vector<NewKernel> again(1, kernel);
+      compile_objects(again, artifacts != nullptr);
+      if (!again[0].status.ok()) return again[0].status;
+      kernel = std::move(again[0]);
+      loaded = load(symbol, kernel.object);
+    }
+    if (!loaded.ok()) return loaded.status();
+    code[kernel.index] = *loaded;
+    kernels_[kernel.key] = *loaded;
+    if (artifacts != nullptr) {
+      artifacts->optimized_ir += kernel.optimized_ir;
+      artifacts->assembly += kernel.assembly;
+    }
+    if (kernel.from_disk) {
+      ++done.disk_cache_hits;
+      continue;
+    }
+    ++done.kernels_compiled;
+    if (disk != nullptr && disk->enabled()) {
+      if (absl::Status stored = disk->store(kernel.key, kernel.object); !stored.ok()) {
+        done.warnings.push_back(fmt::format("disk cache: {}", std::string(stored.message())));
+      }
+    }
+  }
+  for (size_t k = 0; k < n; ++k) {  // a kernel that appears twice in the graph
+    if (code[k] == nullptr) code[k] = kernels_[kernel_key(lowered.kernels[k])].lock();
+  }
+  if (kernels_.size() > 2 * static_cast<size_t>(loaded_kernels_hint_)) {
+    absl::erase_if(kernels_, [](const auto& entry) { return entry.second.expired(); });
+    loaded_kernels_hint_ = static_cast<int64_t>(kernels_.size()) + 64;
+  }
+  return std::make_shared<const CompiledGraph>(std::move(lowered.plan), std::move(code), &loaded_);
 }
 
 }  // namespace lazyjit::codegen

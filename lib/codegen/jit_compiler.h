@@ -1,4 +1,5 @@
-// JitCompiler: one LLJIT for the host CPU, the O2 pipeline with libmvec, and loaded kernels.
+// JitCompiler: one LLJIT for the host CPU, the O2 pipeline with libmvec, and the kernel code
+// cache: each distinct kernel is compiled once, and graphs are lists of kernel references.
 #pragma once
 
 #include <atomic>
@@ -7,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "codegen/disk_cache.h"
 #include "ir/hash.h"
 #include "llvm/IR/Module.h"
 #include "lowering/lowered_graph.h"
@@ -25,11 +28,28 @@ class JITTargetMachineBuilder;
 
 namespace lazyjit::codegen {
 
-/// A lowered graph whose kernels are in the JIT. Destroying it frees their code.
+/// One kernel's code in the JIT. Destroying it frees the code.
+class CompiledKernel {
+ public:
+  CompiledKernel(lowering::KernelFn function, llvm::orc::ExecutionSession* session, llvm::orc::JITDylib* dylib)
+      : function_(function), session_(session), dylib_(dylib) {}
+  ~CompiledKernel();
+  CompiledKernel(const CompiledKernel&) = delete;
+  CompiledKernel& operator=(const CompiledKernel&) = delete;
+
+  lowering::KernelFn function() const { return function_; }
+
+ private:
+  lowering::KernelFn function_;
+  llvm::orc::ExecutionSession* session_;
+  llvm::orc::JITDylib* dylib_;  // this kernel's code alone; removed on destruction
+};
+
+/// A graph's kernels: its plan, and per kernel a reference to its code (shared with every
+/// other graph that has the same kernel).
 class CompiledGraph {
  public:
-  CompiledGraph(lowering::KernelPlan plan, std::vector<lowering::KernelFn> functions,
-                llvm::orc::ExecutionSession* session, llvm::orc::JITDylib* dylib,
+  CompiledGraph(lowering::KernelPlan plan, std::vector<std::shared_ptr<const CompiledKernel>> code,
                 std::atomic<int64_t>* loaded = nullptr);
   ~CompiledGraph();
   CompiledGraph(const CompiledGraph&) = delete;
@@ -37,29 +57,32 @@ class CompiledGraph {
 
   const lowering::KernelPlan& plan() const { return plan_; }
   const std::vector<lowering::KernelSpec>& kernels() const { return plan_.kernels; }
-  lowering::KernelFn function(size_t kernel) const { return functions_[kernel]; }
+  lowering::KernelFn function(size_t kernel) const { return code_[kernel]->function(); }
 
  private:
   lowering::KernelPlan plan_;
-  std::vector<lowering::KernelFn> functions_;
-  llvm::orc::ExecutionSession* session_;
-  llvm::orc::JITDylib* dylib_;  // this graph's code; removed on destruction
+  std::vector<std::shared_ptr<const CompiledKernel>> code_;
   std::atomic<int64_t>* loaded_;  // the compiler's count of graphs in memory
 };
 
-/// Compiles lowered graphs for the host CPU (name and features detected at start). Thread-safe:
-/// compiles are serialised (LLVM's TargetMachine is not safe to share), lookups are not needed
-/// after load since CompiledGraph holds the function pointers.
+/// Compiles lowered graphs for the host CPU (name and features detected at start). Kernels
+/// are keyed by their content (LoweredKernel::content) and the compiler's fingerprint: a
+/// kernel whose code is in memory (held by any graph) or in the disk cache is not compiled
+/// again. New kernels compile in parallel, one kernel at a time per thread, each thread with
+/// its own target machine (kept for the next compile). Thread-safe.
 class JitCompiler {
  public:
-  static absl::StatusOr<std::unique_ptr<JitCompiler>> create();
+  /// `compile_threads`: at most this many kernels compile at once (0: one per core).
+  static absl::StatusOr<std::unique_ptr<JitCompiler>> create(int compile_threads = 0);
   ~JitCompiler();
 
-  /// Everything besides the graph that compiled code depends on: LLVM version, target CPU
-  /// and features, optimisation level, kernel ABI version. Folded into every cache key.
+  /// Everything besides a kernel's IR that compiled code depends on: LLVM version, target
+  /// CPU and features, optimisation level, kernel ABI version. Folded into every cache key.
   const ir::Hash128& fingerprint() const { return fingerprint_; }
   /// Compiled graphs whose code is in memory now (an evicted graph leaves once unused).
   int64_t loaded_graphs() const { return loaded_.load(); }
+  /// Distinct kernels whose code is in memory now.
+  int64_t loaded_kernels() const;
   /// "znver4 +avx512f,... O2" for reports.
   const std::string& target_description() const { return description_; }
 
@@ -67,48 +90,61 @@ class JitCompiler {
   void optimize(llvm::Module& module);
   /// The module's assembly for the host CPU (the module is left as it was).
   absl::StatusOr<std::string> assembly(llvm::Module& module);
-  /// Text of a compile's intermediate forms, for dumps.
+
+  /// What one compile() did, for metrics and logs.
+  struct Report {
+    int64_t kernels_compiled = 0;   ///< kernels LLVM optimised and emitted
+    int64_t kernel_cache_hits = 0;  ///< kernels whose code was in memory already
+    int64_t disk_cache_hits = 0;    ///< kernels loaded from the disk cache
+    std::vector<std::string> warnings = {};  ///< damaged disk-cache files, unwritable cache
+  };
+  /// Text of the compiled kernels' intermediate forms, for dumps.
   struct Artifacts {
-    bool with_text = false;  ///< also fill optimized_ir and assembly (an extra codegen pass)
     std::string optimized_ir = {};
     std::string assembly = {};
-    std::string object = {};  ///< the objects the JIT loaded, as one bundle (for the disk cache)
   };
 
-  /// Optimises `lowered`, compiles it into the JIT and resolves its kernels. Errors carry
-  /// LLVM's own text (missing symbols, verifier failures). When `artifacts` is given it
-  /// receives the object, and with `with_text` the optimised IR and assembly (dumps).
+  /// The code of `lowered`'s kernels: from memory, else from `disk` (when given and valid),
+  /// else optimised, compiled (new objects are stored in `disk`) and loaded. Errors carry
+  /// LLVM's own text (missing symbols, verifier failures). `report` and `artifacts` (the
+  /// optimised IR and assembly of the kernels compiled now) are filled when given.
   absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile(lowering::LoweredGraph lowered,
-                                                              Artifacts* artifacts = nullptr);
-  /// Loads the object bundle compile() made (in this process or, through the disk cache, another)
-  /// and resolves the kernels of `plan` in it. No LLVM optimisation or codegen runs.
-  absl::StatusOr<std::shared_ptr<const CompiledGraph>> load(lowering::KernelPlan plan, std::string_view object);
+                                                              const DiskCache* disk = nullptr,
+                                                              Report* report = nullptr, Artifacts* artifacts = nullptr);
 
  private:
+  struct NewKernel;
   JitCompiler() = default;
+  ir::Hash128 kernel_key(const lowering::LoweredKernel& kernel) const;
   void prepare(llvm::Module& module, llvm::TargetMachine& target) const;
   void optimize_with(llvm::Module& module, llvm::TargetMachine& target) const;
-  absl::StatusOr<std::string> emit(llvm::Module& module, llvm::CodeGenFileType type);
   absl::StatusOr<std::string> emit_with(llvm::Module& module, llvm::TargetMachine& target,
                                         llvm::CodeGenFileType type) const;
-  /// Optimises and emits `module`'s kernels split into one part per core, each on its own
-  /// thread with its own context and target machine: a graph of many kernels compiles in
-  /// about 1/cores of the time. Appends one object per part.
-  absl::Status compile_parts(const llvm::Module& module, const std::vector<lowering::KernelSpec>& kernels,
-                             std::vector<std::string>& objects, Artifacts* text);
+  /// Optimises and emits each kernel of `fresh` into its object, on up to compile_threads_
+  /// threads taking kernels from a shared queue.
+  void compile_objects(std::vector<NewKernel>& fresh, bool with_text);
+  std::unique_ptr<llvm::TargetMachine> take_target();
+  void give_back_target(std::unique_ptr<llvm::TargetMachine> target);
+  /// Loads `object` into a JITDylib of its own and resolves `symbol` in it.
+  absl::StatusOr<std::shared_ptr<const CompiledKernel>> load(const std::string& symbol, std::string_view object);
   std::string take_session_errors();
 
   std::unique_ptr<llvm::orc::LLJIT> jit_;
-  std::unique_ptr<llvm::TargetMachine> target_machine_;
-  std::unique_ptr<llvm::orc::JITTargetMachineBuilder> tm_builder_;  // a target machine per compile thread
+  std::unique_ptr<llvm::TargetMachine> target_machine_;  // for optimize() and assembly()
+  std::unique_ptr<llvm::orc::JITTargetMachineBuilder> tm_builder_;
+  int compile_threads_ = 1;
   bool avx512_ = false;
   ir::Hash128 fingerprint_;
   std::string description_;
-  std::mutex mutex_;              // serialises optimize/compile
-  uint64_t loads_ = 0;            // graphs loaded, for unique JITDylib names
+  mutable std::mutex mutex_;  // the JIT, target_machine_ and the kernel map
+  absl::flat_hash_map<ir::Hash128, std::weak_ptr<const CompiledKernel>> kernels_;
+  int64_t loaded_kernels_hint_ = 64;  // when kernels_ outgrows twice this, expired entries go
+  uint64_t loads_ = 0;  // kernels loaded, for unique JITDylib names
+  std::mutex targets_mutex_;
+  std::vector<std::unique_ptr<llvm::TargetMachine>> idle_targets_;
   std::atomic<int64_t> loaded_{0};
   std::mutex errors_mutex_;
-  std::string session_errors_;    // errors ORC reported while materialising
+  std::string session_errors_;  // errors ORC reported while materialising
 };
 
 }  // namespace lazyjit::codegen

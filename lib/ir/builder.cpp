@@ -45,6 +45,11 @@ absl::Status check_scalar_fits(std::string_view op, Scalar value, DType dtype) {
     if (!value.is_floating()) return value.to_int64() >= L::lowest() && value.to_int64() <= L::max();
     const double v = value.to_double();
     if (std::isnan(v) || std::isinf(v)) return !std::is_integral_v<T>;
+    if constexpr (std::is_integral_v<T>) {
+      // A float converts by truncation; 2^digits itself (as (double)INT64_MAX rounds to) does not fit.
+      const double t = std::trunc(v);
+      return t >= static_cast<double>(L::lowest()) && t < std::ldexp(1.0, L::digits);
+    }
     return v >= static_cast<double>(L::lowest()) && v <= static_cast<double>(L::max());
   };
   bool ok = true;
@@ -77,6 +82,9 @@ NodePtr make_scalar(Scalar value, DType dtype) { return make_scalar(scalar_value
 absl::StatusOr<NodePtr> make_arange(int64_t n, DType dtype) {
   if (n < 0) return absl::InvalidArgumentError(fmt::format("arange: n must be >= 0, got {}", n));
   if (dtype == DType::Bool) return absl::InvalidArgumentError("arange: dtype bool is not supported");
+  if (dtype == DType::Int32 && n - 1 > std::numeric_limits<int32_t>::max()) {
+    return absl::InvalidArgumentError(fmt::format("arange: its last value {} does not fit int32", n - 1));
+  }
   if (absl::Status status = validate_dims("arange", std::array{n}); !status.ok()) return status;
   return std::make_shared<Node>(OpKind::Arange, dtype, Shape{n}, Node::Operands{});
 }

@@ -41,20 +41,29 @@ Graph build_graph(std::span<const NodePtr> roots);
 /// included) that `seen(node)` does not report, each after its operands; `emit` must make
 /// `seen` true for it. Iterative, so deep graphs do not overflow the call stack; `stack` is
 /// the caller's, to reuse its memory across roots.
-template <class Seen, class Emit>
-void walk_post_order(const Node* root, Seen&& seen, Emit&& emit, std::vector<std::pair<const Node*, size_t>>& stack) {
+/// `operands_of(node)` gives the operands to walk (a std::span<const NodePtr>), for walks
+/// that see more edges than the nodes hold (autograd's, through kept histories).
+template <class Seen, class Emit, class OperandsOf>
+void walk_post_order(const Node* root, Seen&& seen, Emit&& emit, OperandsOf&& operands_of,
+                     std::vector<std::pair<const Node*, size_t>>& stack) {
   if (seen(root)) return;
   stack.emplace_back(root, 0);
   while (!stack.empty()) {
     auto& [node, next] = stack.back();
-    if (next < node->operands().size()) {
-      const Node* operand = node->operands()[next++].get();
+    const std::span<const NodePtr> operands = operands_of(node);
+    if (next < operands.size()) {
+      const Node* operand = operands[next++].get();
       if (!seen(operand)) stack.emplace_back(operand, 0);
       continue;
     }
     emit(node);
     stack.pop_back();
   }
+}
+
+template <class Seen, class Emit>
+void walk_post_order(const Node* root, Seen&& seen, Emit&& emit, std::vector<std::pair<const Node*, size_t>>& stack) {
+  walk_post_order(root, seen, emit, [](const Node* node) { return node->operands(); }, stack);
 }
 
 }  // namespace lazyjit::ir

@@ -20,4 +20,10 @@ Hash128 hash_words(std::span<const uint64_t> words) {
   return Hash128{h.low64, h.high64};
 }
 
+Hash128 hash_bytes(std::string_view bytes) {
+  llvm::XXH128_hash_t h = llvm::xxh3_128bits(
+      llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+  return Hash128{h.low64, h.high64};
+}
+
 }  // namespace lazyjit::ir

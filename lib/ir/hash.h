@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace lazyjit::ir {
 
@@ -22,5 +23,7 @@ struct Hash128 {
 
 /// xxh3_128bits of `words` (stable across runs, processes and machines of one endianness).
 Hash128 hash_words(std::span<const uint64_t> words);
+/// xxh3_128bits of `bytes`.
+Hash128 hash_bytes(std::string_view bytes);
 
 }  // namespace lazyjit::ir

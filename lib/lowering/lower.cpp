@@ -8,15 +8,35 @@
 
 namespace lazyjit::lowering {
 
+namespace {
+
+/// The symbol a kernel is emitted under, before its content names it: every kernel's text is
+/// hashed under this one name.
+constexpr const char* kCanonicalSymbol = "lj_kernel";
+
+LoweredKernel lower_kernel(const ir::Graph& graph, KernelPlan& plan, KernelSpec& spec, std::span<const Alias> aliases) {
+  LoweredKernel kernel;
+  kernel.context = std::make_unique<llvm::LLVMContext>();
+  kernel.module = std::make_unique<llvm::Module>(kCanonicalSymbol, *kernel.context);
+  spec.symbol = kCanonicalSymbol;
+  spec.frame = spec.collapsed ? emit_kernel(*kernel.module, graph, plan, spec, aliases)
+                              : emit_planned_kernel(*kernel.module, graph, plan, spec, aliases);
+  kernel.content = ir::hash_bytes(module_text(*kernel.module));
+  spec.symbol = "lj_" + kernel.content.to_hex();
+  kernel.module->getFunction(kCanonicalSymbol)->setName(spec.symbol);
+  kernel.module->getFunction(std::string(kCanonicalSymbol) + ".body")->setName(spec.symbol + ".body");
+  kernel.module->setModuleIdentifier(spec.symbol);
+  kernel.module->setSourceFileName(spec.symbol);
+  return kernel;
+}
+
+}  // namespace
+
 LoweredGraph lower_graph(const ir::Graph& graph, std::span<const Alias> aliases) {
   LoweredGraph lowered;
-  lowered.context = std::make_unique<llvm::LLVMContext>();
-  const std::string name = symbol_prefix(graph);
-  lowered.module = std::make_unique<llvm::Module>(name, *lowered.context);
-  lowered.plan = plan_kernels(graph, name);
+  lowered.plan = plan_kernels(graph, symbol_prefix(graph));
   for (KernelSpec& spec : lowered.plan.kernels) {
-    spec.frame = spec.collapsed ? emit_kernel(*lowered.module, graph, lowered.plan, spec, aliases)
-                                : emit_planned_kernel(*lowered.module, graph, lowered.plan, spec, aliases);
+    lowered.kernels.push_back(lower_kernel(graph, lowered.plan, spec, aliases));
   }
   return lowered;
 }
@@ -25,6 +45,12 @@ std::string module_text(const llvm::Module& module) {
   std::string text;
   llvm::raw_string_ostream os(text);
   module.print(os, nullptr);
+  return text;
+}
+
+std::string lowered_text(const LoweredGraph& lowered) {
+  std::string text;
+  for (const LoweredKernel& kernel : lowered.kernels) text += module_text(*kernel.module);
   return text;
 }
 
@@ -42,7 +68,7 @@ class LlvmComputation : public Computation {
   }
   const std::vector<TensorSignature>& parameter_shapes() const override { return parameters_; }
   const std::vector<TensorSignature>& result_shapes() const override { return results_; }
-  std::string to_string() const override { return module_text(*lowered_.module); }
+  std::string to_string() const override { return lowered_text(lowered_); }
 
  private:
   LoweredGraph lowered_;

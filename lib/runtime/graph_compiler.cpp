@@ -28,25 +28,6 @@ void GraphCompiler::warn_once(const std::string& what) {
   logger().warn("{}", what);
 }
 
-absl::StatusOr<codegen::CompileCache::Entry> GraphCompiler::load_from_disk(const ir::Graph& graph,
-                                                                           const lowering::KernelPlan& plan,
-                                                                           const ir::Hash128& key) {
-  absl::StatusOr<std::optional<std::string>> object = options_.disk_cache.load(key);
-  if (!object.ok()) {
-    warn_once(fmt::format("{}; ignoring it, compiling and replacing it", std::string(object.status().message())));
-    return nullptr;
-  }
-  if (!object->has_value()) return nullptr;
-  auto code = compiler_.load(plan, **object);
-  if (!code.ok()) {
-    warn_once(fmt::format("cache file {} does not load ({}); compiling and replacing it",
-                          options_.disk_cache.path_of(key), std::string(code.status().message())));
-    return nullptr;
-  }
-  counters_.disk_cache_hits.fetch_add(1, std::memory_order_relaxed);
-  return code;
-}
-
 absl::StatusOr<codegen::CompileCache::Entry> GraphCompiler::compile(const ir::Graph& graph,
                                                                     std::span<const lowering::Alias> aliases,
                                                                     const ir::Hash128& key) {
@@ -74,42 +55,33 @@ absl::StatusOr<codegen::CompileCache::Entry> GraphCompiler::load_or_compile(cons
   const std::string stem =
       aliases.empty() ? graph.key.to_hex() : fmt::format("{}-donating-{}", graph.key.to_hex(), key.to_hex());
 
-  // Lowered before any LLVM work (it gives each kernel's frame, and a graph that fails to
-  // compile is dumped too).
+  // Lowered before any LLVM work, so a graph that fails to compile is dumped too.
   lowering::LoweredGraph lowered = lowering::lower_graph(graph, aliases);
   const DumpDir& dump = options_.dump_dir;
   if (dump.enabled()) {
     dump.write(stem, ".ljir", ir::print_graph(graph, {.with_key = true, .with_values = true}));
-    dump.write(stem, ".ll", lowering::module_text(*lowered.module));
+    dump.write(stem, ".ll", lowering::lowered_text(lowered));
   }
-  if (options_.disk_cache.enabled()) {
-    absl::StatusOr<codegen::CompileCache::Entry> cached = load_from_disk(graph, lowered.plan, key);
-    if (cached.ok() && *cached != nullptr) {
-      LAZYJIT_LOG(info, "loaded graph {} from the disk cache ({} nodes, {:.1f} ms): {}", stem, graph.nodes.size(),
-                  nanoseconds_since(start) / 1e6, why);
-      return cached;
-    }
-  }
-
-  codegen::JitCompiler::Artifacts artifacts{.with_text = dump.enabled()};
-  const bool want_artifacts = dump.enabled() || options_.disk_cache.enabled();
-  auto code = compiler_.compile(std::move(lowered), want_artifacts ? &artifacts : nullptr);
+  const size_t kernels = lowered.kernels.size();
+  codegen::JitCompiler::Report report;
+  codegen::JitCompiler::Artifacts artifacts;
+  const codegen::DiskCache* disk = options_.disk_cache.enabled() ? &options_.disk_cache : nullptr;
+  auto code = compiler_.compile(std::move(lowered), disk, &report, dump.enabled() ? &artifacts : nullptr);
+  for (const std::string& warning : report.warnings) warn_once(warning);
   if (!code.ok()) return code.status();
   if (dump.enabled()) {
     dump.write(stem, ".opt.ll", artifacts.optimized_ir);
     dump.write(stem, ".s", artifacts.assembly);
   }
-  if (options_.disk_cache.enabled()) {
-    if (absl::Status stored = options_.disk_cache.store(key, artifacts.object); !stored.ok()) {
-      warn_once(fmt::format("disk cache: {}", std::string(stored.message())));
-    }
-  }
   const int64_t ns = nanoseconds_since(start);
-  counters_.compiles.fetch_add(1, std::memory_order_relaxed);
+  counters_.kernels_compiled.fetch_add(report.kernels_compiled, std::memory_order_relaxed);
+  counters_.kernel_cache_hits.fetch_add(report.kernel_cache_hits, std::memory_order_relaxed);
+  counters_.disk_cache_hits.fetch_add(report.disk_cache_hits, std::memory_order_relaxed);
+  if (report.kernels_compiled > 0) counters_.compiles.fetch_add(1, std::memory_order_relaxed);
   counters_.compile_ns.fetch_add(ns, std::memory_order_relaxed);
-  const size_t kernels = (*code)->kernels().size();
-  LAZYJIT_LOG(info, "compiled graph {} ({} nodes, {} kernel{}, {:.1f} ms): {}", stem, graph.nodes.size(),
-              kernels, kernels == 1 ? "" : "s", ns / 1e6, why);
+  LAZYJIT_LOG(info, "compiled graph {} ({} nodes, {} kernel{}: {} compiled, {} cached, {} from disk; {:.1f} ms): {}",
+              stem, graph.nodes.size(), kernels, kernels == 1 ? "" : "s", report.kernels_compiled,
+              report.kernel_cache_hits, report.disk_cache_hits, ns / 1e6, why);
   if (ns / 1e9 > options_.slow_compile_seconds && !reported_slow_.exchange(true)) {
     LAZYJIT_LOG(warn,
                 "compiling graph {} ({} nodes, {} kernels) took {:.1f} s. To cut it: call lazyjit::mark_step() at the "

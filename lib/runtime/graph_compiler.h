@@ -31,9 +31,9 @@ class GraphCompiler {
       : compiler_(compiler), counters_(counters), options_(std::move(options)) {}
 
   /// Compiled code for `graph` with `aliases` (its cache key is `key`): verified, checked
-  /// against the recompilation guardrail, loaded from the disk cache when a valid object is
-  /// there (no LLVM work), else lowered, compiled, stored on disk and dumped. Logs why it
-  /// compiled at info level. A bad disk-cache file is reported once and replaced.
+  /// against the recompilation guardrail, lowered, and each kernel taken from memory or the
+  /// disk cache when its code is there, else compiled (and stored on disk); dumped. Logs why
+  /// it compiled at info level. A bad disk-cache file is reported once and replaced.
   absl::StatusOr<codegen::CompileCache::Entry> compile(const ir::Graph& graph, std::span<const lowering::Alias> aliases,
                                                        const ir::Hash128& key);
 
@@ -43,8 +43,6 @@ class GraphCompiler {
                                                                std::span<const lowering::Alias> aliases,
                                                                const ir::Hash128& key, const std::string& why,
                                                                Clock::time_point start);
-  absl::StatusOr<codegen::CompileCache::Entry> load_from_disk(const ir::Graph& graph, const lowering::KernelPlan& plan,
-                                                              const ir::Hash128& key);
   void warn_once(const std::string& what);
 
   codegen::JitCompiler& compiler_;

@@ -155,6 +155,22 @@ void GraphExecutor::execute(const ir::Graph& graph, const codegen::CompiledGraph
   }
 }
 
+absl::flat_hash_map<const ir::Node*, ir::NodePtr> GraphExecutor::kept_histories() {
+  std::vector<std::shared_ptr<detail::TensorImpl>> alive;
+  {
+    std::lock_guard lock(kept_mutex_);
+    for (const Kept& k : kept_) {
+      if (auto t = k.tensor.lock()) alive.push_back(std::move(t));
+    }
+  }
+  absl::flat_hash_map<const ir::Node*, ir::NodePtr> histories;
+  for (const auto& t : alive) {
+    ir::NodePtr history = t->history(), leaf = t->data_leaf();
+    if (history && leaf) histories.emplace(leaf.get(), std::move(history));
+  }
+  return histories;
+}
+
 void GraphExecutor::drop_kept_histories() {
   std::vector<Kept> mine;
   {
@@ -203,12 +219,19 @@ std::string GraphExecutor::dump(const std::vector<std::shared_ptr<detail::Tensor
   const ir::Graph graph = ir::build_graph(roots);
   if (format == DumpFormat::LazyIr) return ir::print_graph(graph);
   lowering::LoweredGraph lowered = lowering::lower_graph(graph);
-  if (format == DumpFormat::LlvmIr) return lowering::module_text(*lowered.module);
-  compiler_.optimize(*lowered.module);
-  if (format == DumpFormat::OptimizedLlvmIr) return lowering::module_text(*lowered.module);
-  absl::StatusOr<std::string> assembly = compiler_.assembly(*lowered.module);
-  if (!assembly.ok()) throw Error(fmt::format("dump: {}", std::string(assembly.status().message())));
-  return *std::move(assembly);
+  if (format == DumpFormat::LlvmIr) return lowering::lowered_text(lowered);
+  std::string text;
+  for (lowering::LoweredKernel& kernel : lowered.kernels) {
+    compiler_.optimize(*kernel.module);
+    if (format == DumpFormat::OptimizedLlvmIr) {
+      text += lowering::module_text(*kernel.module);
+      continue;
+    }
+    absl::StatusOr<std::string> assembly = compiler_.assembly(*kernel.module);
+    if (!assembly.ok()) throw Error(fmt::format("dump: {}", std::string(assembly.status().message())));
+    text += *assembly;
+  }
+  return text;
 }
 
 }  // namespace lazyjit::runtime

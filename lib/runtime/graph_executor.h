@@ -50,6 +50,10 @@ class GraphExecutor {
   /// next mark_step(), so autograd can still differentiate through it (`loss.item()` before
   /// `loss.backward()`). Autograd turns it on; without autograd no graph outlives its sync.
   void keep_history_on_sync() { keep_history_.store(true, std::memory_order_relaxed); }
+  /// The graphs kept so, keyed by the Parameter leaf over each kept tensor's value: an op
+  /// that read the tensor after its sync read that leaf, and autograd differentiates through
+  /// the leaf into the graph that computed it.
+  absl::flat_hash_map<const ir::Node*, ir::NodePtr> kept_histories();
   /// The text of the graph over `tensors` (pending IR or data leaves) in `format`.
   std::string dump(const std::vector<std::shared_ptr<detail::TensorImpl>>& tensors, DumpFormat format);
 

@@ -46,20 +46,24 @@ CompileOptions compile_options() {
           .max_graphs = env_int("LAZYJIT_MAX_GRAPHS", 0, int64_t{1} << 30)};
 }
 
-std::unique_ptr<codegen::JitCompiler> create_compiler() {
-  auto compiler = codegen::JitCompiler::create();
+std::unique_ptr<codegen::JitCompiler> create_compiler(int threads) {
+  auto compiler = codegen::JitCompiler::create(threads);
   if (!compiler.ok()) {
     throw Error(fmt::format("starting the JIT: {}", std::string(compiler.status().message())));
   }
   return *std::move(compiler);
 }
 
+int runtime_threads() {
+  return static_cast<int>(env_int("LAZYJIT_NUM_THREADS", tbb::info::default_concurrency(), 4096));
+}
+
 }  // namespace
 
 Runtime::Runtime()
-    : compiler_(create_compiler()),
+    : compiler_(create_compiler(runtime_threads())),
       cache_(static_cast<size_t>(env_int("LAZYJIT_CACHE_SIZE", 1024, int64_t{1} << 30))),
-      executor_(static_cast<int>(env_int("LAZYJIT_NUM_THREADS", tbb::info::default_concurrency(), 4096))),
+      executor_(runtime_threads()),
       graph_executor_(*compiler_, cache_, executor_, allocator_, live_, counters_, compile_options()) {}
 
 Runtime& Runtime::get() {
@@ -75,6 +79,8 @@ Metrics Runtime::metrics() const {
   m.nodes_traced = counters_.nodes_traced.load();
   m.graphs_executed = counters_.graphs_executed.load();
   m.compiles = counters_.compiles.load();
+  m.kernels_compiled = counters_.kernels_compiled.load();
+  m.kernel_cache_hits = counters_.kernel_cache_hits.load();
   m.disk_cache_hits = counters_.disk_cache_hits.load();
   m.donations = counters_.donations.load();
   m.cache_hits = cache.hits;
@@ -137,6 +143,8 @@ std::string metrics_report() {
   line("nodes_traced", m.nodes_traced);
   line("graphs_executed", m.graphs_executed);
   line("compiles", m.compiles);
+  line("kernels_compiled", m.kernels_compiled);
+  line("kernel_cache_hits", m.kernel_cache_hits);
   line("cache_hits", m.cache_hits);
   line("cache_misses", m.cache_misses);
   line("disk_cache_hits", m.disk_cache_hits);

@@ -45,6 +45,11 @@ ir::NodePtr TensorImpl::history() const {
   return history_;
 }
 
+ir::NodePtr TensorImpl::data_leaf() const {
+  Guard guard(lock_);
+  return data_leaf_;
+}
+
 void TensorImpl::drop_history() {
   ir::NodePtr old;  // released after the guard: it may hold a whole graph
   Guard guard(lock_);

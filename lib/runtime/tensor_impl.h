@@ -72,6 +72,8 @@ class TensorImpl : public std::enable_shared_from_this<TensorImpl> {
   /// step barrier or in-place update; null otherwise.
   ir::NodePtr history() const;
   void drop_history();
+  /// The Parameter leaf over the materialised value (null while pending). Does not wait.
+  ir::NodePtr data_leaf() const;
 
   /// Autograd's marks (lib/autograd): whether backward() accumulates into this tensor's
   /// gradient, and that gradient (null until the first backward()).

@@ -1,0 +1,94 @@
+// The kernel code cache: each distinct kernel compiles once, whichever graph it is in.
+#include <vector>
+
+#include <lazyjit/lazyjit.h>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace lazyjit {
+namespace {
+
+/// A pre-norm residual MLP block: x + W2 gelu(W1 layer_norm(x)).
+struct Block {
+  nn::Linear up, down;
+  explicit Block(uint64_t seed) : up(32, 64, seed), down(64, 32, seed + 1) {}
+  Tensor operator()(const Tensor& x) const { return x + down(gelu(up(layer_norm(x, 1, Tensor(), Tensor(), 1e-5)))); }
+};
+
+/// The forward pass of `depth` blocks over a batch, and its loss.
+struct Model {
+  std::vector<Block> blocks;
+  nn::Linear head{32, 4, 99};
+  explicit Model(int depth) {
+    for (int b = 0; b < depth; ++b) blocks.emplace_back(10 * b + 1);
+  }
+  std::vector<Tensor> parameters() const {
+    std::vector<Tensor> all = head.parameters();
+    for (const Block& b : blocks) {
+      for (const Tensor& p : b.up.parameters()) all.push_back(p);
+      for (const Tensor& p : b.down.parameters()) all.push_back(p);
+    }
+    return all;
+  }
+  Tensor loss(const Tensor& x, const Tensor& y) const {
+    Tensor h = x;
+    for (const Block& b : blocks) h = b(h);
+    return nn::mse_loss(head(h), y);
+  }
+};
+
+Tensor batch(uint64_t seed, std::vector<int64_t> shape) { return randn(std::move(shape), seed); }
+
+/// Kernels compiled by one training step of `model` (forward, backward, SGD, one graph).
+int64_t kernels_compiled_by_a_step(Model& model) {
+  for (Tensor& p : model.parameters()) p.requires_grad_();
+  optim::SGD opt(model.parameters(), {.lr = 0.01});
+  mark_step();  // the parameters' initial values, on their own
+  const int64_t before = metrics().kernels_compiled;
+  model.loss(batch(1, {8, 32}), batch(2, {8, 4})).backward();
+  opt.step();
+  opt.zero_grad();
+  mark_step();
+  return metrics().kernels_compiled - before;
+}
+
+/// Kernels compiled by the forward pass of `model` (its loss, read).
+int64_t kernels_compiled_by_a_forward_pass(Model& model) {
+  mark_step();  // the parameters' initial values, on their own
+  const int64_t before = metrics().kernels_compiled;
+  EXPECT_GT(model.loss(batch(1, {8, 32}), batch(2, {8, 4})).item<float>(), 0.0f);
+  return metrics().kernels_compiled - before;
+}
+
+// A new graph made of a known graph and one more result compiles one kernel, not the graph.
+TEST(KernelCacheTest, ANewGraphCompilesOnlyItsNewKernels) {
+  Model model(2);
+  const int64_t first = kernels_compiled_by_a_forward_pass(model);
+  EXPECT_GT(first, 1);
+  const Metrics before = metrics();
+  const Tensor loss = model.loss(batch(1, {8, 32}), batch(2, {8, 4}));
+  const Tensor extra = sum(batch(5, {3, 7}) * 2.0, {1});
+  sync({loss, extra});
+  const Metrics after = metrics();
+  EXPECT_EQ(after.kernels_compiled - before.kernels_compiled, 1);
+  EXPECT_EQ(after.kernel_cache_hits - before.kernel_cache_hits, after.kernels_launched - before.kernels_launched - 1);
+  EXPECT_EQ(after.compiles - before.compiles, 1);
+}
+
+// The forward-only evaluation graph after training compiles only the kernels the step did
+// not have.
+TEST(KernelCacheTest, AnEvalGraphAfterTrainingCompilesOnlyItsNewKernels) {
+  Model model(1);
+  kernels_compiled_by_a_step(model);
+  const Metrics before = metrics();
+  const float loss = model.loss(batch(3, {8, 32}), batch(4, {8, 4})).item<float>();
+  EXPECT_GT(loss, 0.0f);
+  const Metrics after = metrics();
+  EXPECT_GT(after.kernel_cache_hits - before.kernel_cache_hits, 0);
+  EXPECT_LT(after.kernels_compiled - before.kernels_compiled,
+            after.kernels_launched - before.kernels_launched);
+}
+
+}  // namespace
+}  // namespace lazyjit
