@@ -2,6 +2,7 @@
 // assembly, and runs it (MLIR toyc's -emit= is the model).
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <random>
@@ -89,6 +90,11 @@ std::string read_input(const std::string& path) {
   if (path == "-") {
     text << std::cin.rdbuf();
   } else {
+    // A directory, a device or a FIFO is no graph: refuse it rather than read it forever.
+    std::error_code error;
+    const std::filesystem::file_status status = std::filesystem::status(path, error);
+    if (error || !std::filesystem::exists(status)) fail(fmt::format("cannot open '{}'", path));
+    if (!std::filesystem::is_regular_file(status)) fail(fmt::format("'{}' is not a regular file", path));
     std::ifstream file(path);
     if (!file) fail(fmt::format("cannot open '{}'", path));
     text << file.rdbuf();
