@@ -61,8 +61,10 @@ class Tensor {
   std::vector<T> to_vector() const {
     using Element = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
     std::vector<Element> out;
+    const int64_t n = numel_for("to_vector");
+    if (!fits_in_host_memory(n, sizeof(Element))) throw_out_of_host_memory("to_vector", sizeof(Element));
     try {
-      out.resize(static_cast<size_t>(numel_for("to_vector")));
+      out.resize(static_cast<size_t>(n));
     } catch (const std::exception&) {  // bad_alloc, or length_error past max_size()
       throw_out_of_host_memory("to_vector", sizeof(Element));
     }
@@ -144,6 +146,8 @@ class Tensor {
   static Tensor from_data(const void* data, int64_t count, DType dtype, std::vector<int64_t> shape);
   void copy_out(void* dst, DType requested) const;
   [[noreturn]] void throw_out_of_host_memory(const char* op, size_t element_size) const;
+  /// Whether `count` elements of `element_size` bytes fit in the machine's memory at all.
+  static bool fits_in_host_memory(int64_t count, size_t element_size);
   int64_t numel_for(const char* op) const;
   Scalar item_scalar() const;
   static void check_item_fits(Scalar value, DType requested);

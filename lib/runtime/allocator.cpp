@@ -2,8 +2,10 @@
 #include "runtime/allocator.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <bit>
+#include <cstdint>
 #include <cstdlib>
 
 #include "fmt/format.h"
@@ -24,7 +26,20 @@ size_t CachingAllocator::size_class(size_t bytes) {
   return (bytes + kHugePage - 1) / kHugePage * kHugePage;
 }
 
+/// The machine's memory: a request past it cannot succeed, and is refused before asking.
+size_t physical_memory() {
+  static const size_t bytes = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : SIZE_MAX;
+  }();
+  return bytes;
+}
+
 CachingAllocator::Block CachingAllocator::allocate(size_t bytes) {
+  if (bytes > physical_memory()) {
+    throw Error(fmt::format("out of memory allocating a buffer of {} bytes (the machine has {})", bytes,
+                            physical_memory()));
+  }
   const size_t capacity = size_class(bytes);
   {
     std::lock_guard lock(mutex_);

@@ -15,11 +15,16 @@
 #include "lowering/fusion.h"
 #include "runtime/donation.h"
 #include "runtime/logging.h"
+#include "runtime/stack_thread.h"
 
 namespace lazyjit::runtime {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+/// The compile thread's stack: room for kMaxFusedDepth levels of expression emission and
+/// LLVM's own recursion, also under the sanitizers.
+constexpr size_t kCompileStackBytes = size_t{64} << 20;
 
 int64_t nanoseconds_since(Clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
@@ -85,7 +90,9 @@ std::shared_ptr<const codegen::CompiledGraph> GraphExecutor::compiled(const ir::
   std::vector<uint64_t> words = {graph.key.low, graph.key.high, target.low, target.high};
   for (const lowering::Alias& a : aliases) words.push_back(static_cast<uint64_t>(a.result) << 32 | a.parameter);
   const ir::Hash128 key = ir::hash_words(words);
-  auto result = cache_.get_or_compile(key, [&] { return graph_compiler_.compile(graph, aliases, key); });
+  auto result = cache_.get_or_compile(key, [&] {
+    return run_with_stack(kCompileStackBytes, [&] { return graph_compiler_.compile(graph, aliases, key); });
+  });
   if (!result.ok()) {
     throw Error(fmt::format("compiling graph {}: {}", graph.key.to_hex(), std::string(result.status().message())));
   }

@@ -1,4 +1,6 @@
 // The public Tensor: creation from host data, metadata, reads and in-place updates.
+#include <unistd.h>
+
 #include <cstring>
 
 #include "fmt/format.h"
@@ -81,6 +83,13 @@ void Tensor::copy_out(void* dst, DType requested) const {
   const BackendData& data = *held;
   if (data.numel() > 0) std::memcpy(dst, data.data(), static_cast<size_t>(data.size_bytes()));
   rt.counters().bytes_out.fetch_add(data.size_bytes(), std::memory_order_relaxed);
+}
+
+bool Tensor::fits_in_host_memory(int64_t count, size_t element_size) {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return true;
+  return static_cast<double>(count) * static_cast<double>(element_size) <=
+         static_cast<double>(pages) * static_cast<double>(page);
 }
 
 void Tensor::throw_out_of_host_memory(const char* op, size_t element_size) const {
