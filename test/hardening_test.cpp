@@ -1,7 +1,5 @@
 // Misuse and extreme inputs: deep graphs on small stacks, overflowing bounds and scalars,
 // threads that train side by side, compile cliffs, and the errors each must give.
-#include <pthread.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -31,6 +29,7 @@
 #include "runtime/counters.h"
 #include "runtime/graph_compiler.h"
 #include "runtime/logging.h"
+#include "runtime/stack_thread.h"
 #include "runtime/tensor_impl.h"
 #include "spdlog/sinks/ostream_sink.h"
 
@@ -55,30 +54,10 @@ std::string error_of(const std::function<void()>& f) {
 
 /// Runs `f` on a new thread with a `stack_bytes` stack and rethrows what it threw.
 void on_small_stack(const std::function<void()>& f, size_t stack_bytes = kSmallStack) {
-  struct Call {
-    const std::function<void()>* f;
-    std::exception_ptr error;
-  } call{&f, nullptr};
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, stack_bytes);
-  pthread_t thread;
-  const int created = pthread_create(
-      &thread, &attr,
-      [](void* arg) -> void* {
-        auto* c = static_cast<Call*>(arg);
-        try {
-          (*c->f)();
-        } catch (...) {
-          c->error = std::current_exception();
-        }
-        return nullptr;
-      },
-      &call);
-  pthread_attr_destroy(&attr);
-  ASSERT_EQ(created, 0);
-  pthread_join(thread, nullptr);
-  if (call.error) std::rethrow_exception(call.error);
+  runtime::run_with_stack(stack_bytes, [&] {
+    f();
+    return true;
+  });
 }
 
 /// x + 1 + 1 + ... (`n` additions), traced and never read.
