@@ -3,7 +3,10 @@
 //
 // Always: every seed of test/fuzz/seeds.txt except those of test/fuzz/known_failures.txt.
 // LAZYJIT_FUZZ_SECONDS=N: new seeds (from LAZYJIT_FUZZ_SEED, else the clock) for N seconds,
-// printing each failing one. LAZYJIT_FUZZ_VERBOSE=1 prints every program.
+// printing each failing one (N=0 with a seed: that one program). A failure prints the seed,
+// the program as C++ and the program cut down to the steps the failure needs
+// (LAZYJIT_FUZZ_MINIMISE=0 skips that). LAZYJIT_FUZZ_VERBOSE=1 prints every program;
+// LAZYJIT_FUZZ_DIR names another corpus directory.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -27,19 +30,18 @@ std::filesystem::path corpus_dir() {
   return std::filesystem::path(__FILE__).parent_path() / "fuzz";
 }
 
-/// Seeds of a corpus file, each the first word of a line ('#' starts a comment), with the
-/// rest of the line (a known failure's description).
+/// Seeds of a corpus file, each the first word of a line, with the rest of the line (a known
+/// failure's description). Lines starting with '#' are comments.
 std::map<uint64_t, std::string> read_seeds(const std::string& file) {
   std::map<uint64_t, std::string> seeds;
   std::ifstream in(corpus_dir() / file);
   std::string line;
   while (std::getline(in, line)) {
-    line = line.substr(0, line.find('#'));
     std::istringstream words(line);
     std::string seed, rest;
-    if (!(words >> seed)) continue;
-    std::getline(words, rest);
-    seeds[std::stoull(seed, nullptr, 0)] = rest.empty() ? rest : rest.substr(rest.find_first_not_of(' '));
+    if (!(words >> seed) || seed[0] == '#') continue;
+    std::getline(words >> std::ws, rest);
+    seeds[std::stoull(seed, nullptr, 0)] = rest;
   }
   return seeds;
 }

@@ -1,5 +1,5 @@
-// The tensor-making calls of the fuzzer: creation, elementwise ops, reductions, matmul,
-// casts and in-place updates, each with random (sometimes invalid) arguments.
+// The fuzzer's creation and elementwise calls (arithmetic with tensors and numbers, math,
+// comparisons, where, clamp, casts), each with random and sometimes invalid arguments.
 #pragma once
 
 #include <vector>
@@ -70,7 +70,8 @@ inline void gen_full(Program& p) {
 
 inline void gen_arange(Program& p) {
   Rng& r = p.rng();
-  const int64_t n = r.chance(0.9) ? r.range(0, 12) : r.pick<int64_t>({-1, -5, int64_t{1} << 62});
+  const int64_t n = r.chance(0.9) ? r.range(0, 12) : r.pick<int64_t>({-1, -5, int64_t{1} << 31, (int64_t{1} << 31) + 1,
+                                                                       int64_t{1} << 62});
   const DType dtype = random_dtype(r);
   p.apply(make_call(fmt::format("lazyjit::arange({}, {})", n, dtype_text(dtype)), {},
                     [=](const Args&) { return lazyjit::arange(n, dtype); },

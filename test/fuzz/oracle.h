@@ -259,6 +259,22 @@ inline Meta softmax(const Meta& t, int64_t dim) {
   return {is_floating(t.dtype) ? t.dtype : DType::Float32, t.shape};
 }
 
+/// layer_norm over the last `ndim` dims; `gamma` and `beta` (null: undefined) must have
+/// exactly those dims. Their dtype, when it differs from x's, promotes (not documented: Open).
+inline Meta layer_norm(const Meta& x, int64_t ndim, const Meta* gamma, const Meta* beta) {
+  const int64_t rank = static_cast<int64_t>(x.shape.size());
+  if (ndim < 1 || ndim > rank) throw Reject{fmt::format("normalized_ndim {} is not in [1, {}]", ndim, rank)};
+  if (!is_floating(x.dtype)) throw Reject{"layer_norm needs a float dtype"};
+  const Dims normalized(x.shape.end() - ndim, x.shape.end());
+  for (const Meta* p : {gamma, beta}) {
+    if (p != nullptr && p->shape != normalized) throw Reject{"gamma or beta does not have the normalized shape"};
+  }
+  for (const Meta* p : {gamma, beta}) {
+    if (p != nullptr && p->dtype != x.dtype) throw Open{};
+  }
+  return x;
+}
+
 inline Meta matmul(const Meta& a, const Meta& b) {
   if (a.shape.empty() || b.shape.empty()) throw Reject{"matmul of a rank-0 tensor"};
   const DType dtype = promote(a.dtype, b.dtype);
@@ -386,6 +402,7 @@ inline Meta full(const Dims& shape, const Number& n, DType dtype) {
 inline Meta arange(int64_t n, DType dtype) {
   if (n < 0) throw Reject{"arange of a negative count"};
   if (dtype == DType::Bool) throw Reject{"arange of bool"};
+  if (dtype == DType::Int32 && n - 1 > std::numeric_limits<int32_t>::max()) throw Reject{"the last value is past int32"};
   check_dims(Dims{n});
   return {dtype, {n}};
 }

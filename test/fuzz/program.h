@@ -1,9 +1,11 @@
-// One fuzz program: a pool of live tensors, each with its host reference value, that random
-// calls read and extend. Every call is checked against the contract (oracle.h) and every
-// materialised value against its reference; the first failure ends the program.
+// One fuzz program: live tensors with their reference values, calls checked against the
+// contract (oracle.h), materialised values against their references, and recorded steps.
 #pragma once
 
+#include <cxxabi.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <cstdint>
 #include <functional>
 #include <random>
@@ -23,6 +25,27 @@ namespace lazyjit::fuzz {
 /// Tensors past this many elements are traced and checked but never kept or materialised.
 inline constexpr int64_t kMaxKeptElements = 4096;
 inline constexpr int kPoolSize = 12;
+
+/// Whether a tensor of `m` is small enough to keep: few elements, even counting size-0 dims
+/// as 1 (a new operand may take a huge dim from it).
+inline bool small(const Meta& m) {
+  int64_t n = 1;
+  for (int64_t d : m.shape) {
+    if (d > kMaxKeptElements) return false;
+    n *= std::max<int64_t>(d, 1);
+    if (n > kMaxKeptElements) return false;
+  }
+  return true;
+}
+
+/// The demangled type of an exception ("std::bad_alloc").
+inline std::string type_name(const std::exception& e) {
+  int status = 0;
+  char* name = abi::__cxa_demangle(typeid(e).name(), nullptr, nullptr, &status);
+  std::string text = status == 0 && name != nullptr ? name : typeid(e).name();
+  std::free(name);
+  return text;
+}
 
 class Rng {
  public:
@@ -68,6 +91,16 @@ struct Entry {
   bool compared = false;  ///< the current value was compared once already
 };
 
+class Program;
+
+/// A step of a program as recorded, replayable on the tensors it names: a call, a read, a
+/// sync or a dropped handle. Replaying a subset of the steps minimises a failing program.
+struct Step {
+  std::vector<std::string> names;  ///< the tensors it reads
+  std::function<void(Program&, const std::vector<int>&)> replay;  ///< on their slots
+  bool any_subset = false;  ///< replays on those of its tensors that exist (a sync)
+};
+
 /// How many values a program compared, by Trust (Unknown ones are not compared).
 struct Coverage {
   int values[3] = {0, 0, 0};
@@ -93,9 +126,14 @@ class Program {
   const Coverage& coverage() const { return coverage_; }
   std::string listing() const;
 
-  /// Runs, checks and (when it succeeds with a small result) keeps `call`; returns the slot
-  /// of the result, or -1.
-  int apply(Call call);
+  /// Runs, checks and (when it succeeds with a small result) keeps `call` under `name` (by
+  /// default the next "tN"); returns the slot of the result, or -1.
+  int apply(Call call, std::string name = "");
+  /// Records a step that is not a call (a read, a sync) and performs it on `slots`.
+  void perform(const std::vector<int>& slots, std::function<void(Program&, const std::vector<int>&)> action);
+  /// The recorded steps, and the program made by replaying some of them.
+  const std::vector<Step>& steps() const { return steps_; }
+  static Program replay(uint64_t seed, const std::vector<Step>& steps);
   /// Records a line of the program (a materialisation, a dropped handle).
   void log(const std::string& line);
   /// Records the first failure of the program, with the op that caused it.
@@ -103,8 +141,6 @@ class Program {
   /// Compares materialised slot `slot` with its reference, then makes its value the new
   /// reference (both sides go on from the same data).
   void check_materialised(int slot);
-  /// Every slot.
-  std::vector<Tensor> tensors() const;
   /// Drops random slots past the pool size. Between calls only: slots keep their index
   /// while a call is being made.
   void trim();
@@ -124,7 +160,7 @@ class Program {
   Outcome invoke(const Call& call, const std::vector<Tensor>& inputs);
   static std::string outcome_text(const Outcome& out);
   void check_outcome(const Call& call, const Outcome& out);
-  void keep(const Call& call, const Tensor& result);
+  void keep(const Call& call, const Tensor& result, const std::string& name);
   Trust result_trust(const Call& call, const Meta& result) const;
   Accuracy result_accuracy(const Call& call, const ir::HostTensor& ref) const;
 
@@ -133,11 +169,17 @@ class Program {
   bool materialise(const std::string& text, F&& f);
   void check_entry(Entry& e);
   void release_retired();
+  void sync_now(const std::vector<int>& slots);
+  void drop(int slot);
+  int slot_of(const std::string& name) const;
+  std::vector<std::string> names_of(const std::vector<int>& slots) const;
 
   uint64_t seed_;
   Rng rng_;
   std::vector<Entry> pool_;
   std::vector<Entry> retired_;  ///< dropped from the pool while pending: checked at the next sync
+  std::vector<Step> steps_;
+  bool replaying_ = false;
   std::vector<std::string> lines_;
   std::string failure_;
   int next_name_ = 0;
@@ -152,7 +194,7 @@ bool Program::materialise(const std::string& text, F&& f) {
   } catch (const Error& e) {
     fail(fmt::format("{} threw lazyjit::Error \"{}\"", text, e.what()));
   } catch (const std::exception& e) {
-    fail(fmt::format("{} threw {}: {}", text, typeid(e).name(), e.what()));
+    fail(fmt::format("{} threw {}: {}", text, type_name(e), e.what()));
   }
   return false;
 }
@@ -174,12 +216,6 @@ inline void Program::fail(const std::string& what) {
   log("// FAILS HERE: " + what);
 }
 
-inline std::vector<Tensor> Program::tensors() const {
-  std::vector<Tensor> out;
-  for (const Entry& e : pool_) out.push_back(e.tensor);
-  return out;
-}
-
 inline Program::Outcome Program::invoke(const Call& call, const std::vector<Tensor>& inputs) {
   Outcome out;
   try {
@@ -189,7 +225,7 @@ inline Program::Outcome Program::invoke(const Call& call, const std::vector<Tens
     out.error = e.what();
   } catch (const std::exception& e) {
     out.kind = Outcome::Kind::Foreign;
-    out.error = fmt::format("{}: {}", typeid(e).name(), e.what());
+    out.error = fmt::format("{}: {}", type_name(e), e.what());
   } catch (...) {
     out.kind = Outcome::Kind::Foreign;
     out.error = "an exception that is not a std::exception";
@@ -223,8 +259,18 @@ inline void Program::check_outcome(const Call& call, const Outcome& out) {
   }
 }
 
-inline int Program::apply(Call call) {
-  const std::string name = call.in_place ? pool_[call.inputs[0]].name : fmt::format("t{}", next_name_);
+inline int Program::apply(Call call, std::string name) {
+  const bool fresh_name = name.empty() && !call.in_place;
+  if (call.in_place) name = pool_[call.inputs[0]].name;
+  if (fresh_name) name = fmt::format("t{}", next_name_);
+  if (!replaying_) {
+    steps_.push_back({names_of(call.inputs), [call, name](Program& p, const std::vector<int>& slots) {
+                        Call c = call;
+                        c.inputs = slots;
+                        const std::string given = c.in_place ? "" : name;
+                        p.apply(std::move(c), given);
+                      }});
+  }
   std::vector<Tensor> inputs;
   for (int slot : call.inputs) inputs.push_back(pool_[slot].tensor);
   const Outcome out = invoke(call, inputs);
@@ -234,13 +280,48 @@ inline int Program::apply(Call call) {
   check_outcome(call, out);
   if (failed() || !returned) return -1;
   if (call.in_place && !out.result.is_same(inputs[0])) fail(call.text + " returned another tensor");
-  if (named) ++next_name_;
-  if (failed() || out.result.numel() > kMaxKeptElements) return -1;
-  keep(call, out.result);
+  if (named && fresh_name) ++next_name_;
+  if (failed() || !small(meta_of(out.result))) return -1;
+  keep(call, out.result, name);
   return call.in_place ? call.inputs[0] : size() - 1;
 }
 
-inline void Program::keep(const Call& call, const Tensor& result) {
+inline void Program::perform(const std::vector<int>& slots,
+                             std::function<void(Program&, const std::vector<int>&)> action) {
+  if (!replaying_) steps_.push_back({names_of(slots), action});
+  action(*this, slots);
+}
+
+inline int Program::slot_of(const std::string& name) const {
+  for (int s = 0; s < size(); ++s) {
+    if (pool_[s].name == name) return s;
+  }
+  return -1;
+}
+
+inline std::vector<std::string> Program::names_of(const std::vector<int>& slots) const {
+  std::vector<std::string> names;
+  for (int s : slots) names.push_back(pool_[s].name);
+  return names;
+}
+
+inline Program Program::replay(uint64_t seed, const std::vector<Step>& steps) {
+  Program p(seed);
+  p.replaying_ = true;
+  Transcript::get().begin(fmt::format("replay of seed {:#x}:\n", seed));
+  for (const Step& step : steps) {
+    std::vector<int> slots;
+    for (const std::string& name : step.names) slots.push_back(p.slot_of(name));
+    if (step.any_subset) slots.erase(std::remove(slots.begin(), slots.end(), -1), slots.end());
+    if (std::find(slots.begin(), slots.end(), -1) != slots.end()) continue;
+    step.replay(p, slots);
+    if (p.failed()) break;
+  }
+  Transcript::get().end();
+  return p;
+}
+
+inline void Program::keep(const Call& call, const Tensor& result, const std::string& name) {
   std::vector<Tensor> copies;
   for (int slot : call.inputs) copies.push_back(tensor_of(pool_[slot].ref));
   ir::HostTensor ref;
@@ -254,27 +335,30 @@ inline void Program::keep(const Call& call, const Tensor& result) {
                             meta_text(meta_of(ref))));
   }
   const Accuracy accuracy = result_accuracy(call, ref);
-  Entry entry{result, std::move(ref), accuracy, ""};
+  Entry entry{result, std::move(ref), accuracy, name};
   if (call.in_place) {
-    entry.name = pool_[call.inputs[0]].name;
     pool_[call.inputs[0]] = std::move(entry);
-    return;
+  } else {
+    pool_.push_back(std::move(entry));
   }
-  entry.name = fmt::format("t{}", next_name_ - 1);
-  pool_.push_back(std::move(entry));
 }
 
 inline void Program::trim() {
   if (size() <= kPoolSize) return;
-  while (size() > kPoolSize - 3) {
-    const int slot = pick();
-    if (pool_[slot].tensor.impl()->pending()) {
-      retired_.push_back(std::move(pool_[slot]));
-    } else {
-      log(fmt::format("{} = Tensor();  // dropped", pool_[slot].name));
-    }
-    pool_.erase(pool_.begin() + slot);
+  while (size() > kPoolSize - 3) drop(pick());
+}
+
+/// Drops a slot. A pending tensor stays alive, retired, until the next sync compares it.
+inline void Program::drop(int slot) {
+  if (!replaying_) {
+    steps_.push_back({{pool_[slot].name}, [](Program& p, const std::vector<int>& slots) { p.drop(slots[0]); }});
   }
+  if (pool_[slot].tensor.impl()->pending()) {
+    retired_.push_back(std::move(pool_[slot]));
+  } else {
+    log(fmt::format("{} = Tensor();  // dropped", pool_[slot].name));
+  }
+  pool_.erase(pool_.begin() + slot);
 }
 
 inline void Program::release_retired() {
@@ -287,6 +371,11 @@ inline void Program::release_retired() {
 }
 
 inline void Program::sync_slots(const std::vector<int>& slots) {
+  if (!replaying_) steps_.push_back({names_of(slots), [](Program& p, const std::vector<int>& on) { p.sync_now(on); }, true});
+  sync_now(slots);
+}
+
+inline void Program::sync_now(const std::vector<int>& slots) {
   std::vector<Tensor> tensors;
   std::vector<std::string> names;
   for (int s : slots) {
@@ -305,12 +394,14 @@ inline void Program::sync_slots(const std::vector<int>& slots) {
 }
 
 inline void Program::mark_step_all() {
-  log("lazyjit::mark_step();");
-  if (!materialise("lazyjit::mark_step()", [] { mark_step(); })) return;
-  for (Entry& e : pool_) {
-    if (!failed()) check_entry(e);
-  }
-  release_retired();
+  perform({}, [](Program& p, const std::vector<int>&) {
+    p.log("lazyjit::mark_step();");
+    if (!p.materialise("lazyjit::mark_step()", [] { mark_step(); })) return;
+    for (Entry& e : p.pool_) {
+      if (!p.failed()) p.check_entry(e);
+    }
+    p.release_retired();
+  });
 }
 
 inline Trust Program::result_trust(const Call& call, const Meta& result) const {

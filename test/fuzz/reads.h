@@ -1,5 +1,5 @@
-// The fuzzer's materialisations: sync of some tensors, mark_step, item<T>, to_vector<T>, and
-// reads of tensors too large for any machine (which must throw Error, not abort).
+// The fuzzer's reads: sync of some tensors, mark_step, item<T>, to_vector<T>, dump, and reads
+// of tensors too large for any machine (which must throw Error, not abort).
 #pragma once
 
 #include <numeric>
@@ -8,18 +8,6 @@
 #include "calls.h"
 
 namespace lazyjit::fuzz {
-
-#if defined(__SANITIZE_ADDRESS__)
-inline constexpr bool kAddressSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-inline constexpr bool kAddressSanitizer = true;
-#else
-inline constexpr bool kAddressSanitizer = false;
-#endif
-#else
-inline constexpr bool kAddressSanitizer = false;
-#endif
 
 inline void gen_sync(Program& p) {
   std::vector<int> slots;
@@ -34,6 +22,35 @@ inline void check_everything(Program& p) {
   std::vector<int> slots(static_cast<size_t>(p.size()));
   std::iota(slots.begin(), slots.end(), 0);
   p.sync_slots(slots);
+}
+
+/// dump() of the tensors of `slots`: text, never an error.
+inline void dump_slots(Program& p, const std::vector<int>& slots, DumpFormat format) {
+  std::vector<Tensor> tensors;
+  std::vector<std::string> names;
+  for (int s : slots) {
+    tensors.push_back(p.entry(s).tensor);
+    names.push_back(p.name(s));
+  }
+  const char* spelling = format == DumpFormat::LazyIr ? "LazyIr" : format == DumpFormat::LlvmIr ? "LlvmIr" : "Assembly";
+  const std::string text = fmt::format("lazyjit::dump({{{}}}, DumpFormat::{})", fmt::join(names, ", "), spelling);
+  try {
+    const std::string out = dump(tensors, format);
+    p.log(fmt::format("{};  // {} characters", text, out.size()));
+    if (out.empty()) p.fail(text + " returned nothing");
+  } catch (const std::exception& e) {
+    p.log(text + ";");
+    p.fail(fmt::format("{} threw {}: {}", text, type_name(e), e.what()));
+  }
+}
+
+/// dump() of one or two tensors, mostly as lazy IR (the other forms compile).
+inline void gen_dump(Program& p) {
+  Rng& r = p.rng();
+  std::vector<int> slots;
+  for (int64_t k = r.range(1, 2); k > 0; --k) slots.push_back(p.pick());
+  const DumpFormat format = r.chance(0.9) ? DumpFormat::LazyIr : r.pick({DumpFormat::LlvmIr, DumpFormat::Assembly});
+  p.perform(slots, [format](Program& q, const std::vector<int>& s) { dump_slots(q, s, format); });
 }
 
 /// Element 0 of `t` as the Number that C++ code reading it would hold.
@@ -87,7 +104,7 @@ void read_item(Program& p, int slot) {
     if (x.verdict == Expect::Verdict::Valid) return p.fail(fmt::format("{} threw \"{}\" but is valid", text, err.what()));
   } catch (const std::exception& err) {
     p.log(text + ";");
-    return p.fail(fmt::format("{} threw {}: {}", text, typeid(err).name(), err.what()));
+    return p.fail(fmt::format("{} threw {}: {}", text, type_name(err), err.what()));
   }
   if (!e.tensor.impl()->pending()) p.check_materialised(slot);
 }
@@ -105,7 +122,7 @@ void read_vector(Program& p, int slot) {
     if (e.ref.dtype == dtype_of_v<T>) return p.fail(fmt::format("{} threw \"{}\" but is valid", text, err.what()));
   } catch (const std::exception& err) {
     p.log(text + ";");
-    return p.fail(fmt::format("{} threw {}: {}", text, typeid(err).name(), err.what()));
+    return p.fail(fmt::format("{} threw {}: {}", text, type_name(err), err.what()));
   }
   if (!e.tensor.impl()->pending()) p.check_materialised(slot);
 }
@@ -117,30 +134,31 @@ inline void gen_item(Program& p) {
     if (p.meta(s).shape.empty() || (p.entry(s).ref.numel() == 1 && r.chance(0.5))) slot = s;
   }
   const DType as = r.chance(0.5) ? p.meta(slot).dtype : random_dtype(r);
-  ir::dispatch_dtype(as, [&]<class T>(T) { read_item<T>(p, slot); });
+  p.perform({slot}, [as](Program& q, const std::vector<int>& s) {
+    ir::dispatch_dtype(as, [&]<class T>(T) { read_item<T>(q, s[0]); });
+  });
 }
 
 inline void gen_to_vector(Program& p) {
   Rng& r = p.rng();
   const int slot = p.pick();
   const DType as = r.chance(0.85) ? p.meta(slot).dtype : random_dtype(r);
-  ir::dispatch_dtype(as, [&]<class T>(T) { read_vector<T>(p, slot); });
+  p.perform({slot}, [as](Program& q, const std::vector<int>& s) {
+    ir::dispatch_dtype(as, [&]<class T>(T) { read_vector<T>(q, s[0]); });
+  });
 }
 
-/// A tensor of 2^48 elements (traced fine), materialised or read: must throw Error. Not run
-/// under AddressSanitizer, whose allocator aborts on such sizes by design.
-inline void gen_huge(Program& p) {
-  Rng& r = p.rng();
-  const int a = p.pick();
-  const bool read = r.chance(0.5), from_pool = p.entry(a).ref.numel() == 1 && r.chance(0.5);
+/// A tensor of 2^48 elements (traced fine), from a one-element slot or `full`, materialised
+/// or read: must throw Error, before asking for the memory (AddressSanitizer aborts on such a
+/// request).
+inline void read_huge(Program& p, int slot, bool read) {
   const Dims huge = {int64_t{1} << 24, int64_t{1} << 24};
-  const std::string source = from_pool ? fmt::format("lazyjit::expand(lazyjit::reshape({}.to(DType::Float32), {{}}), {})", p.name(a),
-                                                     dims_text(huge))
+  const std::string source = slot >= 0 ? fmt::format("lazyjit::expand(lazyjit::reshape({}.to(DType::Float32), {{}}), {})",
+                                                     p.name(slot), dims_text(huge))
                                        : fmt::format("lazyjit::full({}, 1.5)", dims_text(huge));
   const std::string text = read ? source + ".to_vector<float>()" : "lazyjit::sync({" + source + "})";
-  if (kAddressSanitizer) return p.log(text + ";  // skipped under AddressSanitizer");
   try {
-    Tensor t = from_pool ? expand(reshape(p.entry(a).tensor.to(DType::Float32), {}), huge) : lazyjit::full(huge, 1.5);
+    Tensor t = slot >= 0 ? expand(reshape(p.entry(slot).tensor.to(DType::Float32), {}), huge) : lazyjit::full(huge, 1.5);
     if (read) t.to_vector<float>();
     else sync({t});
     p.log(text + ";  // returned");
@@ -149,8 +167,16 @@ inline void gen_huge(Program& p) {
     p.log(fmt::format("{};  // throws: {}", text, e.what()));
   } catch (const std::exception& e) {
     p.log(text + ";");
-    p.fail(fmt::format("{} threw {}: {}", text, typeid(e).name(), e.what()));
+    p.fail(fmt::format("{} threw {}: {}", text, type_name(e), e.what()));
   }
+}
+
+inline void gen_huge(Program& p) {
+  Rng& r = p.rng();
+  const int a = p.pick();
+  const bool read = r.chance(0.5), from_pool = p.entry(a).ref.numel() == 1 && r.chance(0.5);
+  if (!from_pool) return p.perform({}, [read](Program& q, const std::vector<int>&) { read_huge(q, -1, read); });
+  p.perform({a}, [read](Program& q, const std::vector<int>& s) { read_huge(q, s[0], read); });
 }
 
 }  // namespace lazyjit::fuzz

@@ -1,5 +1,5 @@
-// The fuzzer's calls that move or fold dims: reductions, softmax, matmul and the views, with
-// random dims, sizes and bounds (negative, out of range, huge, zero).
+// The fuzzer's calls that move or fold dims: reductions, softmax, layer_norm, matmul and the
+// views, with random dims, sizes and bounds (negative, out of range, huge, zero).
 #pragma once
 
 #include <algorithm>
@@ -66,6 +66,47 @@ inline void gen_softmax(Program& p) {
   p.apply(make_call(fmt::format("lazyjit::{}({}, {})", log ? "log_softmax" : "softmax", p.name(a), dim), {a},
                     [=](const Args& x) { return log ? log_softmax(x[0], dim) : softmax(x[0], dim); },
                     expect([&] { return contract::softmax(in, dim); }), Numerics::Rounds));
+}
+
+/// gamma or beta for a layer_norm of `x` over `ndim` dims: undefined (-1), a new leaf of the
+/// normalized shape, or now and then of another shape.
+inline int affine_operand(Program& p, const Dims& x, int64_t ndim, DType dtype) {
+  Rng& r = p.rng();
+  if (r.chance(0.35)) return -1;
+  Dims shape(x.end() - std::clamp<int64_t>(ndim, 0, static_cast<int64_t>(x.size())), x.end());
+  if (r.chance(0.1)) shape.push_back(2);
+  return make_leaf(p, r.chance(0.85) ? dtype : random_dtype(r), shape);
+}
+
+inline void gen_layer_norm(Program& p) {
+  Rng& r = p.rng();
+  const int a = p.pick();
+  const Dims shape = p.meta(a).shape;
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  const int64_t ndim = r.chance(0.9) ? r.range(1, std::max<int64_t>(rank, 1)) : r.pick<int64_t>({0, rank + 1, -1});
+  const int g = affine_operand(p, shape, ndim, p.meta(a).dtype);
+  const int b = affine_operand(p, shape, ndim, p.meta(a).dtype);
+  if (p.failed()) return;
+  std::vector<int> inputs = {a};
+  for (int s : {g, b}) {
+    if (s >= 0) inputs.push_back(s);
+  }
+  const bool has_g = g >= 0, has_b = b >= 0;
+  const double eps = r.pick({1e-5, 1e-3, 0.0});
+  Call c = make_call(fmt::format("lazyjit::layer_norm({}, {}, {}, {}, {})", p.name(a), ndim,
+                                 has_g ? p.name(g) : "Tensor()", has_b ? p.name(b) : "Tensor()", eps),
+                     inputs,
+                     [=](const Args& x) {
+                       return layer_norm(x[0], ndim, has_g ? x[1] : Tensor(), has_b ? x[has_g ? 2 : 1] : Tensor(),
+                                         eps);
+                     },
+                     expect([&] {
+                       const Meta mg = has_g ? p.meta(g) : Meta{}, mb = has_b ? p.meta(b) : Meta{};
+                       return contract::layer_norm(p.meta(a), ndim, has_g ? &mg : nullptr, has_b ? &mb : nullptr);
+                     }),
+                     Numerics::Rounds);
+  c.amplifies = true;
+  p.apply(std::move(c));
 }
 
 // ---- matmul

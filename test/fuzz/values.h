@@ -164,12 +164,12 @@ std::string literal(T v) {
   return "";
 }
 
-/// "{1.5f, -2.0f}"; past 64 elements the rest is elided (the seed reproduces them).
+/// "{1.5f, -2.0f}"; past 128 elements the rest is elided (the seed reproduces them).
 template <class T>
 std::string values_text(const std::vector<T>& v) {
   std::string text = "{";
-  for (size_t i = 0; i < v.size() && i < 64; ++i) text += (i ? ", " : "") + literal<T>(v[i]);
-  if (v.size() > 64) text += fmt::format(", /* {} more */", v.size() - 64);
+  for (size_t i = 0; i < v.size() && i < 128; ++i) text += (i ? ", " : "") + literal<T>(v[i]);
+  if (v.size() > 128) text += fmt::format(", /* {} more */", v.size() - 128);
   return text + "}";
 }
 
