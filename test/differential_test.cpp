@@ -254,6 +254,37 @@ TEST(Differential, LeavesAsResults) {
   }
 }
 
+ir::NodePtr ir_of(const Tensor& t) { return t.impl()->ir(); }
+
+/// A row kernel binds each fold to the row it is computing, and a product's epilogue runs at
+/// the product's element: a view of their results in the same kernel (a transpose, a
+/// broadcast slice) reads other rows and elements, so it must read them from memory.
+TEST(Differential, ViewsBesideRowAndProductKernelsReadTheElementsTheyName) {
+  std::mt19937_64 rng(0x5eed);
+  const auto x = detail::make_pending(random_leaf(rng, DType::Float32, {5, 5}, {}));
+  const auto w = detail::make_pending(random_leaf(rng, DType::Float32, {5, 5}, {}));
+  const std::pair<const char*, Tensor> values[] = {
+      {"softmax", softmax(x, -1)},
+      {"log_softmax", log_softmax(x, 1)},
+      {"layer_norm", layer_norm(x, 1)},
+      {"matmul + 1", matmul(x, w) + 1},
+  };
+  for (const auto& [name, value] : values) {
+    expect_matches_interpreter({ir_of(value), ir_of(transpose(value, 0, 1))}, fmt::format("{} and its transpose", name));
+    expect_matches_interpreter({ir_of(value), ir_of(slice(value, 1, 0, 1) - value)},
+                               fmt::format("{} and a broadcast column of it", name));
+  }
+}
+
+/// The results of a product's kernel have its shape, but only a reshape of the product itself
+/// is stored as the product: a reshaped parameter beside it is evaluated as it is (it once
+/// was indexed as the rank-2 parameter at a rank-3 index: SIGILL).
+TEST(Differential, AProductsEpilogueBesideAReshapedInputOfItsShape) {
+  const Tensor product = matmul(ones({2, 1, 5}, DType::Float64), ones({2, 5, 3}, DType::Float64)) + 1;
+  const Tensor input = Tensor::from_vector<double>({1, 2, 3, 4, 5, 6}, {2, 3});
+  expect_matches_interpreter({ir_of(product), ir_of(reshape(input, {2, 1, 3}))}, "product + 1 beside a reshape");
+}
+
 /// Random programs: a DAG of random ops over three leaves of broadcastable shapes, with
 /// several results of different shapes (several kernels), and weak scalars.
 TEST(Differential, RandomFusedPrograms) {

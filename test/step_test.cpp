@@ -295,5 +295,54 @@ TEST(StepTest, ResultsDonatedBuffersOfOneShapeReadTheOldValuesTheyNeed) {
   EXPECT_THAT(w.to_vector<float>(), ElementsAre(-3.5f, -3.5f, -3.5f, -1.5f, -1.5f, -1.5f));
 }
 
+TEST(StepTest, AProductReadByALaterKernelKeepsItsBufferAndAnotherTakesTheDeadOne) {
+  // b dies at the barrier; p, q and s all read b's values. p is read in place (q's left
+  // operand) and by s's row kernel, so p must be written before them: it keeps its own
+  // buffer. q, read by nobody, may take b's (its writer runs last).
+  Tensor a = Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2});
+  Tensor b = Tensor::from_vector<float>({1, 0, 0, 1}, {2, 2});
+  const Tensor c = Tensor::from_vector<float>({0, 1, 1, 0}, {2, 2});
+  mark_step();
+  const Tensor p = matmul(a, b);
+  b = Tensor();
+  const Tensor q = matmul(p, c);
+  const Tensor s = sum(p, {1}, true);
+  const int64_t donations = metrics().donations;
+  mark_step();
+  EXPECT_EQ(metrics().donations - donations, 1);
+  EXPECT_THAT(p.to_vector<float>(), ElementsAre(1, 2, 3, 4));
+  EXPECT_THAT(q.to_vector<float>(), ElementsAre(2, 1, 4, 3));
+  EXPECT_THAT(s.to_vector<float>(), ElementsAre(3, 7));
+}
+
+TEST(StepTest, AReductionOverSizeOneDimsWritesItsOwnDeadInput) {
+  // sum or amin over a size-1 dim keeps the shape, so the result may take its input's buffer:
+  // the fold must not start by writing its identity there (it gave zeros and inf).
+  for (const bool use_amin : {false, true}) {
+    Tensor x = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6, 7, 8}, {8, 1, 1, 1});
+    mark_step();
+    const void* buffer = buffer_of(x);
+    x = use_amin ? amin(x, {-3}, true) : sum(x, {-3}, true);
+    mark_step();
+    EXPECT_EQ(buffer_of(x), buffer) << (use_amin ? "amin" : "sum");
+    EXPECT_THAT(x.to_vector<float>(), ElementsAre(1, 2, 3, 4, 5, 6, 7, 8)) << (use_amin ? "amin" : "sum");
+  }
+}
+
+TEST(StepTest, AKernelReadingADeadBufferThroughAViewDoesNotWriteIt) {
+  // x's old value dies at the barrier, but the kernel writing y and w reads it at other
+  // elements too (through a broadcast slice of y): none of them may take its buffer.
+  Tensor x = Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2});
+  mark_step();
+  const Tensor y = x + 1;
+  const Tensor first = slice(y, 1, 0, 1);
+  x.copy_(zeros({2, 2}));
+  const Tensor w = first - y;
+  mark_step();
+  EXPECT_THAT(y.to_vector<float>(), ElementsAre(2, 3, 4, 5));
+  EXPECT_THAT(w.to_vector<float>(), ElementsAre(0, -1, 0, -1));
+  EXPECT_THAT(x.to_vector<float>(), ElementsAre(0, 0, 0, 0));
+}
+
 }  // namespace
 }  // namespace lazyjit

@@ -27,6 +27,14 @@ std::vector<int> folded_dims(const ir::Node& node) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+/// Whether matmul `product` packs its left operand (a PackA kernel). An operand already in
+/// memory (a parameter, a boundary, a cut) is read in place by the Matmul kernel instead:
+/// rows of A are contiguous. One that is computed is packed as it is evaluated.
+bool packs_left(const ir::Graph& graph, const std::vector<bool>& cuts, int product) {
+  const int a = graph.operands[product][0];
+  return graph.parameter_slot[a] < 0 && !is_boundary(graph, a) && !cuts[a];
+}
+
 class Planner {
  public:
   Planner(const ir::Graph& graph)
@@ -59,10 +67,7 @@ class Planner {
       if (cuts_[i]) add({KernelKind::Elementwise, i}, -1, i).spec.cut = i;
       if (!is_boundary(graph_, i)) continue;
       if (kind_of(graph_, i) == LoweringKind::Matmul) {
-        // A left operand already in memory is read in place (rows of A are contiguous); one
-        // that is computed is packed as it is evaluated.
-        const int a = graph_.operands[i][0];
-        if (graph_.parameter_slot[a] < 0 && !is_boundary(graph_, a) && !cuts_[a]) add({KernelKind::PackA, i}, -1, i);
+        if (packs_left(graph_, cuts_, i)) add({KernelKind::PackA, i}, -1, i);
         add({KernelKind::PackB, i}, -1, i);
         add({KernelKind::Matmul, i}, -1, i);
       } else {
@@ -105,9 +110,20 @@ class Planner {
 
   std::vector<bool> region(const KernelSpec& spec) const { return region_of(graph_, cuts_, spec); }
 
-  /// Nodes evaluated at (a broadcast of) the domain's element index: the results, the stages'
-  /// operands, and what they reach through elementwise ops.
+  /// Nodes evaluated only at (a broadcast of) the domain's element index: the results, the
+  /// stages' operands, and what they reach through elementwise ops, unless a view computed in
+  /// the kernel also reaches them (a transpose of a softmax evaluates the softmax's nodes at
+  /// other elements: a stage read there would give another row's value, and a donated buffer
+  /// read there may already be overwritten).
   std::vector<bool> direct(const KernelSpec& spec) const {
+    const std::vector<bool> in = region(spec);
+    std::vector<bool> elsewhere(n_, false);
+    for (int i = n_; i-- > 0;) {  // users before their operands
+      if (!in[i] || !computes(spec, i)) continue;
+      const LoweringKind kind = kind_of(graph_, i);
+      if (kind != LoweringKind::View && !(kind == LoweringKind::Elementwise && elsewhere[i])) continue;
+      for (int operand : graph_.operands[i]) elsewhere[operand] = true;
+    }
     std::vector<bool> direct(n_, false);
     std::vector<int> stack;
     for (int r : spec.results) stack.push_back(graph_.roots[r]);
@@ -121,6 +137,7 @@ class Planner {
       if (kind_of(graph_, i) != LoweringKind::Elementwise || (cuts_[i] && i != spec.cut)) continue;
       for (int operand : graph_.operands[i]) stack.push_back(operand);
     }
+    for (int i = 0; i < n_; ++i) direct[i] = direct[i] && !elsewhere[i];
     return direct;
   }
 
@@ -241,11 +258,7 @@ class Planner {
       if (only_at_element) spec.direct_reads.push_back(slot);
     }
     if (spec.kind == KernelKind::Matmul) {  // a left operand in a parameter's buffer is read in place, whole rows
-      const int slot = graph_.parameter_slot[graph_.operands[spec.domain][0]];
-      if (slot >= 0) {
-        if (std::find(spec.reads.begin(), spec.reads.end(), slot) == spec.reads.end()) spec.reads.push_back(slot);
-        std::erase(spec.direct_reads, slot);
-      }
+      std::erase(spec.direct_reads, graph_.parameter_slot[graph_.operands[spec.domain][0]]);
     }
   }
 
@@ -283,6 +296,9 @@ std::vector<bool> region_of(const ir::Graph& graph, const std::vector<bool>& cut
     for (int r : kernel.results) stack.push_back(graph.roots[r]);
     for (int s : kernel.stages) stack.push_back(s);
     if (stack.empty()) stack.push_back(kernel.domain);
+    if (kernel.kind == KernelKind::Matmul && !packs_left(graph, cuts, kernel.domain)) {
+      stack.push_back(graph.operands[kernel.domain][0]);  // read in place
+    }
   }
   while (!stack.empty()) {
     const int i = stack.back();

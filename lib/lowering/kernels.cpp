@@ -51,15 +51,17 @@ class Emitter {
   }
 
   /// Stores `results` at one element (`offset` into their buffers, `index` in the domain):
-  /// the roots, or with `below_reshapes` the values they reshape (an epilogue indexes the
-  /// product, whose elements a reshaped result holds in the same order). Every value is
+  /// the roots, or with `below_reshapes` the product itself for a result that reshapes it
+  /// (an epilogue indexes the product, whose elements such a result holds in the same order;
+  /// the other results have the product's shape, reshapes of a parameter included). Every value is
   /// computed before the first store: a result donated a parameter's buffer must not
   /// overwrite the element another result still reads from it.
   void store_results(const std::vector<int>& results, Value* offset, const Index& index, bool below_reshapes = false) {
     std::vector<int> nodes;
     std::vector<Value*> values;
     for (int r : results) {
-      nodes.push_back(below_reshapes ? stored_value(graph_, graph_.roots[r]) : graph_.roots[r]);
+      const int root = graph_.roots[r];
+      nodes.push_back(below_reshapes && stored_value(graph_, root) == spec_.domain ? spec_.domain : root);
       values.push_back(e_.at(nodes.back(), index));
     }
     for (size_t i = 0; i < results.size(); ++i) e_.store(nodes[i], output_buffer(results[i]), offset, values[i]);
@@ -167,11 +169,13 @@ class Emitter {
   /// keeps lanes of partial sums, the same ones on every run.
   /// A lone sum, amax or amin that keeps the innermost dim (`sum(x, 0)`): folding one output
   /// element at a time would read its inputs a stride apart, so it folds whole runs of the
-  /// innermost dim at once instead, in the output buffer.
+  /// innermost dim at once instead, in the output buffer. Not when that buffer was donated
+  /// by the input (the fold folds over size-1 dims): the identity would overwrite the input.
   bool folds_columns(const std::vector<int>& kept) const {
     if (spec_.stages.size() != 1 || kept.empty() || kept.back() != node(spec_.domain).rank() - 1) return false;
     const OpKind op = node(spec_.stages[0]).op();
     if (op != OpKind::Sum && op != OpKind::Amax && op != OpKind::Amin) return false;
+    if (!spec_.results.empty() && output_buffer(spec_.results[0]) != num_parameters_ + spec_.results[0]) return false;
     return !spec_.results.empty() || !spec_.temps.empty();
   }
 

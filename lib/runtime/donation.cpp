@@ -63,11 +63,9 @@ std::vector<lowering::Alias> plan_donations(const ir::Graph& graph, const loweri
     const int stored = lowering::stored_value(graph, graph.roots[r]);
     const ir::LoweringKind kind = ir::op_info(graph.nodes[stored]->op()).kind;
     if (kind != ir::LoweringKind::Reduce && kind != ir::LoweringKind::Matmul) continue;
-    for (size_t k = 0; k < kernels.size() && !read_back[r]; ++k) {
-      const lowering::KernelSpec& spec = kernels[k];
-      const bool computes = spec.domain == stored || std::ranges::find(spec.stages, stored) != spec.stages.end();
-      if (static_cast<int>(k) == kernel_of_result[r] || computes) continue;
-      if (regions[k].empty()) regions[k] = lowering::region_of(graph, plan, spec);
+    for (size_t k = 0; k < kernels.size() && !read_back[r]; ++k) {  // the writer computes it; others read it
+      if (static_cast<int>(k) == kernel_of_result[r]) continue;
+      if (regions[k].empty()) regions[k] = lowering::region_of(graph, plan, kernels[k]);
       read_back[r] = regions[k][stored];
     }
   }
