@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bench_rows.h"
+#include "gpt_problem.h"
 #include "mlp_problem.h"
 #include "workloads.h"
 
@@ -71,7 +72,7 @@ void run_compile_time(benchmark::State& state, const std::function<void()>& step
 }
 
 // The steps of bench_elementwise.cpp (at 2^20), bench_norm.cpp and bench_matmul.cpp (at
-// [1024, 1024]) and bench_mlp.cpp; their results are checked there.
+// [1024, 1024]), bench_mlp.cpp and bench_gpt.cpp; their results are checked there.
 const Tensor& x1024() {
   static const Tensor x = Tensor::from_vector<float>(bench::random_data(1 << 20, 42, -4.0f, 4.0f), {1024, 1024});
   return x;
@@ -88,6 +89,10 @@ void BM_compile_time_matmul_lazyjit(benchmark::State& state) {
 void BM_compile_time_mlp_train_step_lazyjit(benchmark::State& state) {
   bench::mlp::LazyMlp mlp;
   run_compile_time(state, [&] { mlp.step(); });
+}
+void BM_compile_time_gpt_train_step_lazyjit(benchmark::State& state) {
+  bench::gpt::LazyGpt gpt;
+  run_compile_time(state, [&] { gpt.step(); });
 }
 
 // Compile cliffs: an n-op chain x + 1 + 1 + ..., and n independent results (n shapes, so n
@@ -153,6 +158,7 @@ COMPILE_TIME_BENCH(BM_compile_time_ew_simple_lazyjit);
 COMPILE_TIME_BENCH(BM_compile_time_softmax_lazyjit);
 COMPILE_TIME_BENCH(BM_compile_time_matmul_lazyjit);
 COMPILE_TIME_BENCH(BM_compile_time_mlp_train_step_lazyjit);
+COMPILE_TIME_BENCH(BM_compile_time_gpt_train_step_lazyjit);
 LAZYJIT_BENCH(BM_recompiles_lazyjit, benchmark::kMicrosecond, 0.1);
 BENCHMARK(BM_compile_cliff_chain_lazyjit)->Arg(1000)->Arg(4000)->Arg(10000)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3)->DisplayAggregatesOnly(true);
 BENCHMARK(BM_compile_cliff_independent_lazyjit)->Arg(100)->Arg(400)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3)->DisplayAggregatesOnly(true);

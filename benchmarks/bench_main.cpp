@@ -143,8 +143,8 @@ void configure_peers() {
 int main(int argc, char** argv) {
   setenv("LAZYJIT_NUM_THREADS", std::to_string(bench::kHandThreads).c_str(), /*overwrite=*/0);
 #ifdef LAZYJIT_BENCH_HAVE_TORCH
-  // A compile_time_*_torch_lazy row re-runs this binary to time a first step in a fresh process.
-  if (const char* workload = std::getenv(bench::kColdStepEnv)) return bench::torch_lazy_cold_step(workload);
+  // A compile_time_*_torch_* row re-runs this binary to time a first step in a fresh process.
+  if (const char* spec = std::getenv(bench::kColdStepEnv)) return bench::torch_cold_step(spec);
 #endif
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

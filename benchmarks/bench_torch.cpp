@@ -1,8 +1,9 @@
 // PyTorch peers (libtorch's C++ API): eager on the CPU (torch_eager) and Lazy Tensor Core with
 // its TorchScript backend (torch_lazy), the same code on the two devices; each row checks its
 // result, then times the ops and, on the lazy device, the step barrier that runs them. The
-// compile_time rows time LTC's first step of a workload in a fresh process (this binary re-run);
-// the recompiles row counts LTC's compiles over batch sizes 1..64 after emptying its cache.
+// compile_time rows time LTC's first step of a workload (and eager's, for gpt_train_step) in a
+// fresh process (this binary re-run); the recompiles row counts LTC's compiles over batch sizes
+// 1..64 after emptying its cache.
 #include <benchmark/benchmark.h>
 #include <torch/csrc/lazy/backend/backend_device.h>
 #include <torch/csrc/lazy/core/lazy_graph_executor.h>
@@ -17,12 +18,14 @@
 #include <exception>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "bench_rows.h"
+#include "gpt_problem.h"
 #include "hand_loops.h"
 #include "mlp_problem.h"
 #include "peers.h"
@@ -174,10 +177,87 @@ void mlp_train_step(benchmark::State& state, const torch::Device& device) {
   }
 }
 
+// The GPT of gpt_problem.h with autograd and torch::optim::Adam, as a PyTorch user writes it:
+// the causal mask made once (nanoGPT's registered buffer), gradients set to none after each
+// step (PyTorch 2's zero_grad default: backward then writes them instead of adding to zeros).
+class TorchGpt {
+ public:
+  explicit TorchGpt(const torch::Device& device) : device_(device) {
+    using namespace bench::gpt;
+    x_ = tensor(one_hot(), {kTokens, kVocab}, device);
+    std::vector<int64_t> y = targets();
+    y_ = torch::from_blob(y.data(), {kTokens}, torch::kInt64).clone().to(device);
+    const torch::Tensor positions = torch::arange(kSeq, torch::kInt64);
+    causal_ = (positions.unsqueeze(1) >= positions).to(device);
+    for (const Param& p : initial_params()) params_.push_back(tensor(p.data, p.shape, device).requires_grad_(true));
+    adam_ = std::make_unique<torch::optim::Adam>(params_, torch::optim::AdamOptions(kLr));
+  }
+
+  /// One Adam step; returns the loss before it.
+  torch::Tensor step() {
+    torch::Tensor loss = this->loss();
+    loss.backward();
+    adam_->step();
+    for (torch::Tensor& t : params_) t.mutable_grad().reset();
+    mark_step(device_);
+    return loss;
+  }
+
+ private:
+  torch::Tensor loss() const {
+    using namespace bench::gpt;
+    const std::vector<torch::Tensor>& p = params_;
+    torch::Tensor h = (torch::matmul(x_, p[kEmb]).view({kBatch, kSeq, kModel}) + p[kPos]).view({kTokens, kModel});
+    for (int64_t l = 0; l < kLayers; ++l) h = block(h, l);
+    const torch::Tensor logits = torch::matmul(torch::layer_norm(h, {kModel}, p[kLnfG], p[kLnfB], kEps), p[kHead]);
+    return torch::nn::functional::cross_entropy(logits, y_);
+  }
+
+  torch::Tensor block(const torch::Tensor& h, int64_t l) const {
+    using namespace bench::gpt;
+    auto p = [&](BlockParam k) -> const torch::Tensor& { return params_[param_index(l, k)]; };
+    const torch::Tensor ln1 = torch::layer_norm(h, {kModel}, p(kLn1G), p(kLn1B), kEps);
+    const torch::Tensor qkv = torch::addmm(p(kBqkv), ln1, p(kWqkv));
+    auto heads = [&](int64_t i) {  // [kBatch, kHeads, kSeq, kHeadDim]: q, k or v
+      const torch::Tensor part = qkv.slice(1, i * kModel, (i + 1) * kModel);
+      return part.reshape({kBatch, kSeq, kHeads, kHeadDim}).permute({0, 2, 1, 3});
+    };
+    const double scale = 1.0 / std::sqrt(double{kHeadDim}), inf = std::numeric_limits<double>::infinity();
+    const torch::Tensor scores = torch::matmul(heads(0), heads(1).transpose(-2, -1)) * scale;
+    const torch::Tensor att = torch::softmax(scores.masked_fill(causal_.logical_not(), -inf), -1);
+    const torch::Tensor mixed = torch::matmul(att, heads(2)).permute({0, 2, 1, 3}).reshape({kTokens, kModel});
+    const torch::Tensor r = h + torch::addmm(p(kBo), mixed, p(kWo));
+    const torch::Tensor ln2 = torch::layer_norm(r, {kModel}, p(kLn2G), p(kLn2B), kEps);
+    const torch::Tensor fc = torch::gelu(torch::addmm(p(kBfc), ln2, p(kWfc)));
+    return r + torch::addmm(p(kBproj), fc, p(kWproj));
+  }
+
+  torch::Device device_;
+  torch::Tensor x_, y_, causal_;
+  std::vector<torch::Tensor> params_;
+  std::unique_ptr<torch::optim::Adam> adam_;
+};
+
+// Before timing, the losses must pass gpt_problem.h's checks and follow lazyjit's step by step.
+void gpt_train_step(benchmark::State& state, const torch::Device& device) {
+  try {
+    TorchGpt model(device);
+    std::vector<double> losses;
+    for (int i = 0; i < bench::gpt::kCheckSteps; ++i) losses.push_back(model.step().item<float>());
+    std::string err = bench::gpt::check_losses(losses);
+    if (err.empty()) err = bench::gpt::compare_losses(losses, bench::gpt::lazyjit_losses());
+    if (!err.empty()) return state.SkipWithError(err.c_str());
+    for (auto _ : state) model.step();
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
 // compile_time: the steps of bench_compile.cpp's rows (ew_simple, softmax and matmul on
-// [1024, 1024], mlp_train_step), each ending with the step barrier.
+// [1024, 1024], mlp_train_step, gpt_train_step), each ending with the step barrier.
 std::function<void()> compile_step(const std::string& workload, const torch::Device& device) {
   if (workload == "mlp_train_step") return [mlp = std::make_shared<TorchMlp>(device)] { mlp->step(); };
+  if (workload == "gpt_train_step") return [gpt = std::make_shared<TorchGpt>(device)] { gpt->step(); };
   std::function<torch::Tensor(const torch::Tensor&)> f;
   if (workload == "ew_simple") f = [](const torch::Tensor& x) { return torch::relu(x * 1.5 + 0.25) * 0.5 + x; };
   if (workload == "softmax") f = [](const torch::Tensor& x) { return torch::softmax(x, -1); };
@@ -195,10 +275,11 @@ double seconds(const std::function<void()>& step) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Iteration time: cold - steady, read from a fresh process (bench::torch_lazy_cold_step);
-// settle_seconds: how much longer the next steps take than steady ones.
-void compile_time_torch_lazy(benchmark::State& state, const std::string& workload) {
-  const std::string command = std::string(bench::kColdStepEnv) + "=" + workload + " '" +
+// Iteration time: cold - steady, read from a fresh process (bench::torch_cold_step; `step` is
+// a workload, run on LTC, or "workload:eager"); settle_seconds: how much longer the next steps
+// take than steady ones.
+void compile_time_torch(benchmark::State& state, const std::string& step) {
+  const std::string command = std::string(bench::kColdStepEnv) + "=" + step + " '" +
                               std::filesystem::read_symlink("/proc/self/exe").string() + "'";
   double settle_seconds = 0;
   for (auto _ : state) {
@@ -274,26 +355,36 @@ TORCH_ROWS(matmul)
 TORCH_ROWS(linear_relu)
 TORCH_ROWS(trace_overhead)
 TORCH_ROWS(mlp_train_step)
+TORCH_ROWS(gpt_train_step)
 
 #define COMPILE_TIME_ROW(workload) \
-  void BM_compile_time_##workload##_torch_lazy(benchmark::State& s) { compile_time_torch_lazy(s, #workload); }
+  void BM_compile_time_##workload##_torch_lazy(benchmark::State& s) { compile_time_torch(s, #workload); }
 COMPILE_TIME_ROW(ew_simple)
 COMPILE_TIME_ROW(softmax)
 COMPILE_TIME_ROW(matmul)
 COMPILE_TIME_ROW(mlp_train_step)
+COMPILE_TIME_ROW(gpt_train_step)
+// Eager's first step of the model, in a fresh process with nothing run before it: what a
+// PyTorch user waits for before the first loss, to set beside lazyjit's and LTC's compiles.
+void BM_compile_time_gpt_train_step_torch_eager(benchmark::State& s) { compile_time_torch(s, "gpt_train_step:eager"); }
 
 }  // namespace
 
 namespace bench {
 
-int torch_lazy_cold_step(const std::string& workload) {
+int torch_cold_step(const std::string& spec) {
   constexpr int kSettleSteps = 5, kSteadySteps = 5;
   try {
     torch_setup();
-    compile_step(workload, kEager)();  // ATen's kernels, the threads and the allocator warm
-    torch::Tensor unrelated = tensor({1.0f}, {1}, kLazy) + 1.0;
-    mark_step(kLazy);  // LTC's start-up, on the process's first graph
-    const std::function<void()> step = compile_step(workload, kLazy);
+    const size_t colon = spec.find(':');
+    const std::string workload = spec.substr(0, colon);
+    const bool eager = colon != std::string::npos && spec.substr(colon + 1) == "eager";
+    if (!eager) {
+      compile_step(workload, kEager)();  // ATen's kernels, the threads and the allocator warm
+      torch::Tensor unrelated = tensor({1.0f}, {1}, kLazy) + 1.0;
+      mark_step(kLazy);  // LTC's start-up, on the process's first graph
+    }
+    const std::function<void()> step = compile_step(workload, eager ? kEager : kLazy);
     const double cold = seconds(step);
     double settle = 0;  // TorchScript's profiling executor optimises the graph on its next runs
     for (int i = 0; i < kSettleSteps; ++i) settle += seconds(step);
@@ -324,6 +415,7 @@ TORCH_BENCH(matmul, benchmark::kMillisecond, 0.3);
 TORCH_BENCH(linear_relu, benchmark::kMillisecond, 0.3);
 TORCH_BENCH(trace_overhead, benchmark::kMicrosecond, 0.1);
 TORCH_BENCH(mlp_train_step, benchmark::kMillisecond, 0.3);
+TORCH_BENCH(gpt_train_step, benchmark::kMillisecond, 0.5);
 
 LAZYJIT_BENCH(BM_recompiles_torch_lazy, benchmark::kMicrosecond, 0.1);
 
@@ -335,3 +427,6 @@ COMPILE_TIME_BENCH(ew_simple);
 COMPILE_TIME_BENCH(softmax);
 COMPILE_TIME_BENCH(matmul);
 COMPILE_TIME_BENCH(mlp_train_step);
+COMPILE_TIME_BENCH(gpt_train_step);
+BENCHMARK(BM_compile_time_gpt_train_step_torch_eager)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(2)
+    LAZYJIT_BENCH_REPEATED;
