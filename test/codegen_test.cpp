@@ -417,11 +417,11 @@ TEST(KernelFrameTest, TheSameKernelInTwoGraphsIsTheSameCode) {
   const lowering::KernelSpec& a = one.plan.kernels[0];
   const lowering::KernelSpec& b_kernel = two.plan.kernels[1];
   EXPECT_EQ(one.kernels[0].content, two.kernels[1].content);
-  EXPECT_EQ(lowering::module_text(*one.kernels[0].module), lowering::module_text(*two.kernels[1].module));
+  EXPECT_EQ(lowering::module_text(lowering::module_of(one.kernels[0])), lowering::module_text(lowering::module_of(two.kernels[1])));
   EXPECT_EQ(a.symbol, "lj_" + one.kernels[0].content.to_hex());
   EXPECT_NE(two.kernels[0].content, two.kernels[1].content);
-  EXPECT_EQ(a.frame.buffers, (std::vector<int>{lowering::KernelFrame::kScalars, 0, 1, 2}));
-  EXPECT_EQ(b_kernel.frame.buffers, (std::vector<int>{lowering::KernelFrame::kScalars, 1, 2, 4}));
+  EXPECT_EQ(a.frame.buffers, (std::vector<int>{0, 1, 2, lowering::KernelFrame::kScalars}));
+  EXPECT_EQ(b_kernel.frame.buffers, (std::vector<int>{1, 2, 4, lowering::KernelFrame::kScalars}));
   EXPECT_EQ(a.frame.scalars, (std::vector<int>{0}));
   EXPECT_EQ(b_kernel.frame.scalars, (std::vector<int>{2}));
   EXPECT_NE(a.frame.dims, b_kernel.frame.dims);
@@ -575,7 +575,7 @@ TEST(JitCompilerTest, SameGraphCompiledTwiceWhileTheFirstIsStillHeld) {
 TEST(JitCompilerTest, AssemblyLeavesTheModuleAlone) {
   TestGraph g(2, 3, 2.0);
   lowering::LoweredGraph lowered = lowering::lower_graph(g.graph);
-  llvm::Module& module = *lowered.kernels[0].module;
+  llvm::Module& module = lowering::module_of(lowered.kernels[0]);
   std::string before;
   llvm::raw_string_ostream(before) << module;
   absl::StatusOr<std::string> assembly = jit().assembly(module);
@@ -589,7 +589,7 @@ TEST(JitCompilerTest, AssemblyLeavesTheModuleAlone) {
 TEST(JitCompilerTest, OptimizeVectorisesFloatLoops) {
   TestGraph g(2, 3, 2.0);
   lowering::LoweredGraph lowered = lowering::lower_graph(g.graph);
-  jit().optimize(*lowered.kernels[0].module);
+  jit().optimize(lowering::module_of(lowered.kernels[0]));
   std::string text;
   llvm::raw_string_ostream(text) << *lowered.kernels[0].module;
   EXPECT_THAT(text, HasSubstr(" x float>"));

@@ -33,6 +33,7 @@ Prints a lazyjit graph in the chosen form.
 
 options:
   --emit=ir        the graph's text (default), re-printed after parsing
+  --emit=kernels   its kernel plan: each kernel's kernel IR (frame, loops, loads, stores, folds)
   --emit=llvm      the LLVM IR of its fused kernels, before optimisation
   --emit=llvm-opt  the LLVM IR after the O2 pipeline (vectorised for this CPU)
   --emit=asm       the assembly for this CPU
@@ -62,8 +63,9 @@ Options parse_options(int argc, char** argv) {
       std::exit(0);
     } else if (arg.rfind("--emit=", 0) == 0) {
       options.emit = arg.substr(7);
-      if (options.emit != "ir" && options.emit != "llvm" && options.emit != "llvm-opt" && options.emit != "asm") {
-        fail(fmt::format("unknown --emit={} (expected ir, llvm, llvm-opt or asm)", options.emit));
+      if (options.emit != "ir" && options.emit != "kernels" && options.emit != "llvm" && options.emit != "llvm-opt" &&
+          options.emit != "asm") {
+        fail(fmt::format("unknown --emit={} (expected ir, kernels, llvm, llvm-opt or asm)", options.emit));
       }
     } else if (arg == "--run") {
       options.run = true;
@@ -155,7 +157,8 @@ int run(const Options& options) {
   }
   std::vector<Tensor> tensors;
   for (const auto& root : parsed.roots) tensors.push_back(detail::make_pending(root));
-  const DumpFormat format = options.emit == "llvm"       ? DumpFormat::LlvmIr
+  const DumpFormat format = options.emit == "kernels"    ? DumpFormat::KernelIr
+                            : options.emit == "llvm"     ? DumpFormat::LlvmIr
                             : options.emit == "llvm-opt" ? DumpFormat::OptimizedLlvmIr
                                                          : DumpFormat::Assembly;
   std::fputs(dump(tensors, format).c_str(), stdout);

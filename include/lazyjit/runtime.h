@@ -55,7 +55,7 @@ Metrics metrics();
 std::string metrics_report();
 void reset_metrics();
 
-enum class DumpFormat { LazyIr, LlvmIr, OptimizedLlvmIr, Assembly };
+enum class DumpFormat { LazyIr, KernelIr, LlvmIr, OptimizedLlvmIr, Assembly };
 /// Text of the graph that would materialise `tensors`, in the chosen form. Does not run it.
 std::string dump(const std::vector<Tensor>& tensors, DumpFormat format);
 

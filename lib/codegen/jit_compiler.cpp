@@ -2,6 +2,7 @@
 #include "codegen/jit_compiler.h"
 
 #include "codegen/vector_library.h"
+#include "lowering/lower.h"
 #include "fmt/format.h"
 #include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/Config/llvm-config.h"
@@ -220,7 +221,7 @@ void JitCompiler::compile_objects(std::vector<NewKernel>& fresh, bool with_text)
         kernel.status = absl::InternalError("creating a target machine");
         continue;
       }
-      llvm::Module& module = *kernel.lowered->module;
+      llvm::Module& module = *kernel.lowered->module;  // emitted by compile()
       optimize_with(module, *target);
       if (with_text) {
         llvm::raw_string_ostream os(kernel.optimized_ir);
@@ -293,7 +294,7 @@ absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::compile(loweri
     const lowering::KernelSpec& spec = lowered.plan.kernels[kernel.index];
     std::string verifier_errors;
     llvm::raw_string_ostream verifier_os(verifier_errors);
-    if (llvm::verifyModule(*kernel.lowered->module, &verifier_os)) {
+    if (llvm::verifyModule(lowering::module_of(*kernel.lowered), &verifier_os)) {
       return absl::InternalError(fmt::format("generated LLVM IR is invalid: {}", verifier_errors));
     }
     const llvm::Function* fn = kernel.lowered->module->getFunction(spec.symbol);

@@ -197,15 +197,14 @@ Value* emit_float(IRBuilder<>& b, OpKind op, std::span<Value* const> a) {
 
 }  // namespace
 
-Value* emit_elementwise(IRBuilder<>& b, const ir::Node& node, std::span<Value* const> args) {
-  const OpKind op = node.op();
+Value* emit_op(IRBuilder<>& b, OpKind op, DType dtype, DType operand, std::span<Value* const> args) {
   switch (ir::op_info(op).dtype_rule) {
-    case ir::DTypeRule::Cast: return emit_convert(b, args[0], node.operand(0).dtype(), node.dtype());
-    case ir::DTypeRule::Compare: return emit_compare(b, op, node.operand(0).dtype(), args[0], args[1]);
+    case ir::DTypeRule::Cast: return emit_convert(b, args[0], operand, dtype);
+    case ir::DTypeRule::Compare: return emit_compare(b, op, operand, args[0], args[1]);
     case ir::DTypeRule::Select: return b.CreateSelect(args[0], args[1], args[2]);
     default: break;
   }
-  return emit_same(b, op, node.dtype(), args);
+  return emit_same(b, op, dtype, args);
 }
 
 Value* emit_same(IRBuilder<>& b, OpKind op, DType dtype, std::span<Value* const> args) {

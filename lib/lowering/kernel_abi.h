@@ -11,15 +11,15 @@ namespace lazyjit::lowering {
 
 /// Every kernel has this signature and runs the iterations [begin, end) of its outermost
 /// parallel loop (elements, rows, panels or tiles: see KernelKind). Its arguments are its own
-/// frame (KernelFrame), numbered in the order its code first uses them, so its code does not
-/// depend on the graph around it:
-///   args: the buffers it reads and writes, one of which may be its scalar frame (8 bytes
-///         per scalar it reads: an int64 or a double; a Rand/Randn leaf's seed)
+/// frame (KernelFrame; the kernel IR's frame, kir.h), numbered in the order its kernel IR
+/// first uses them, so its code does not depend on the graph around it:
+///   args: the buffers it reads and writes, then its scalar frame if it reads scalars (8
+///         bytes per scalar: an int64 or a double; a Rand/Randn leaf's seed)
 ///   dims: the sizes it reads
 /// Generated code has no threads of its own; the runtime splits [0, count) among threads.
 using KernelFn = void (*)(void* const* args, const int64_t* dims, int64_t begin, int64_t end);
 
-/// Where a kernel's arguments come from in the graph's tables, filled when it is emitted.
+/// Where a kernel's arguments come from in the graph's tables, filled when its kernel IR is built.
 /// The graph's buffer array holds the parameters (in slot order), one buffer per result, the
 /// scalar table, then the plan's temporaries (scalar_table_index, temp_buffer_index); its
 /// shape table holds every node's dims in post-order (shape_table in fusion.h).
@@ -78,7 +78,7 @@ struct KernelSpec {
   std::vector<int> direct_reads = {};  ///< of those, the ones read only at the element being written
   int cut = -1;                     ///< Elementwise: the node of a long chain this kernel stores for
                                     ///< later kernels (a temporary), instead of results
-  KernelFrame frame = {};           ///< its arguments: filled by the emitter
+  KernelFrame frame = {};           ///< its arguments: filled when its kernel IR is built
 };
 
 /// A buffer the runtime allocates for one run of the graph, for values kernels pass on.

@@ -1,44 +1,39 @@
-// Graph to LLVM module.
+// Graph to kernel IR, and kernel IR to LLVM modules.
 #include "lowering/lower.h"
+
+#include "fmt/format.h"
 
 #include "llvm/Support/raw_ostream.h"
 #include "lowering/fusion.h"
-#include "lowering/kernels.h"
-#include "lowering/loop_nest.h"
+#include "lowering/kernel_builder.h"
+#include "lowering/kir_llvm.h"
 
 namespace lazyjit::lowering {
-
-namespace {
-
-/// The symbol a kernel is emitted under, before its content names it: every kernel's text is
-/// hashed under this one name.
-constexpr const char* kCanonicalSymbol = "lj_kernel";
-
-LoweredKernel lower_kernel(const ir::Graph& graph, KernelPlan& plan, KernelSpec& spec, std::span<const Alias> aliases) {
-  LoweredKernel kernel;
-  kernel.context = std::make_unique<llvm::LLVMContext>();
-  kernel.module = std::make_unique<llvm::Module>(kCanonicalSymbol, *kernel.context);
-  spec.symbol = kCanonicalSymbol;
-  spec.frame = spec.collapsed ? emit_kernel(*kernel.module, graph, plan, spec, aliases)
-                              : emit_planned_kernel(*kernel.module, graph, plan, spec, aliases);
-  kernel.content = ir::hash_bytes(module_text(*kernel.module));
-  spec.symbol = "lj_" + kernel.content.to_hex();
-  kernel.module->getFunction(kCanonicalSymbol)->setName(spec.symbol);
-  kernel.module->getFunction(std::string(kCanonicalSymbol) + ".body")->setName(spec.symbol + ".body");
-  kernel.module->setModuleIdentifier(spec.symbol);
-  kernel.module->setSourceFileName(spec.symbol);
-  return kernel;
-}
-
-}  // namespace
 
 LoweredGraph lower_graph(const ir::Graph& graph, std::span<const Alias> aliases) {
   LoweredGraph lowered;
   lowered.plan = plan_kernels(graph, symbol_prefix(graph));
   for (KernelSpec& spec : lowered.plan.kernels) {
-    lowered.kernels.push_back(lower_kernel(graph, lowered.plan, spec, aliases));
+    LoweredKernel& kernel = lowered.kernels.emplace_back();
+    kernel.kir = build_kernel(graph, lowered.plan, spec, aliases);
+    if (const std::string problem = kir::verify(kernel.kir); !problem.empty()) {
+      llvm::report_fatal_error(llvm::Twine("lowering built invalid kernel IR: ") + problem + "\n" + kir::print(kernel.kir));
+    }
+    kernel.content = ir::hash_bytes(kir::print(kernel.kir));
+    spec.symbol = "lj_" + kernel.content.to_hex();
   }
   return lowered;
+}
+
+llvm::Module& module_of(LoweredKernel& kernel) {
+  if (kernel.module == nullptr) {
+    const std::string symbol = "lj_" + kernel.content.to_hex();
+    kernel.context = std::make_unique<llvm::LLVMContext>();
+    kernel.module = std::make_unique<llvm::Module>(symbol, *kernel.context);
+    kernel.module->setSourceFileName(symbol);
+    emit_llvm(kernel.kir, symbol, *kernel.module);
+  }
+  return *kernel.module;
 }
 
 std::string module_text(const llvm::Module& module) {
@@ -48,9 +43,17 @@ std::string module_text(const llvm::Module& module) {
   return text;
 }
 
-std::string lowered_text(const LoweredGraph& lowered) {
+std::string lowered_text(LoweredGraph& lowered) {
   std::string text;
-  for (const LoweredKernel& kernel : lowered.kernels) text += module_text(*kernel.module);
+  for (LoweredKernel& kernel : lowered.kernels) text += module_text(module_of(kernel));
+  return text;
+}
+
+std::string kernels_text(const LoweredGraph& lowered) {
+  std::string text;
+  for (size_t k = 0; k < lowered.kernels.size(); ++k) {
+    text += fmt::format("; {}\n{}", lowered.plan.kernels[k].symbol, kir::print(lowered.kernels[k].kir));
+  }
   return text;
 }
 
@@ -71,7 +74,7 @@ class LlvmComputation : public Computation {
   std::string to_string() const override { return lowered_text(lowered_); }
 
  private:
-  LoweredGraph lowered_;
+  mutable LoweredGraph lowered_;  // modules are emitted when first printed
   std::vector<TensorSignature> parameters_;
   std::vector<TensorSignature> results_;
 };

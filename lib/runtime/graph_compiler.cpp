@@ -60,6 +60,7 @@ absl::StatusOr<codegen::CompileCache::Entry> GraphCompiler::load_or_compile(cons
   const DumpDir& dump = options_.dump_dir;
   if (dump.enabled()) {
     dump.write(stem, ".ljir", ir::print_graph(graph, {.with_key = true, .with_values = true}));
+    dump.write(stem, ".kir", lowering::kernels_text(lowered));
     dump.write(stem, ".ll", lowering::lowered_text(lowered));
   }
   const size_t kernels = lowered.kernels.size();

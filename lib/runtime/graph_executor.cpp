@@ -226,10 +226,11 @@ std::string GraphExecutor::dump(const std::vector<std::shared_ptr<detail::Tensor
   const ir::Graph graph = ir::build_graph(roots);
   if (format == DumpFormat::LazyIr) return ir::print_graph(graph);
   lowering::LoweredGraph lowered = lowering::lower_graph(graph);
+  if (format == DumpFormat::KernelIr) return lowering::kernels_text(lowered);
   if (format == DumpFormat::LlvmIr) return lowering::lowered_text(lowered);
   std::string text;
   for (lowering::LoweredKernel& kernel : lowered.kernels) {
-    compiler_.optimize(*kernel.module);
+    compiler_.optimize(lowering::module_of(kernel));
     if (format == DumpFormat::OptimizedLlvmIr) {
       text += lowering::module_text(*kernel.module);
       continue;

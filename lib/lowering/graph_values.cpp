@@ -1,0 +1,192 @@
+// Graph nodes as kernel IR expressions: views become index arithmetic, elementwise ops
+// become ops, and everything else is a load or a bound value.
+#include "lowering/graph_values.h"
+
+#include <algorithm>
+
+#include "llvm/Support/ErrorHandling.h"
+#include "lowering/fusion.h"
+
+namespace lazyjit::lowering {
+
+using ir::OpKind;
+using kir::Id;
+
+GraphValues::GraphValues(kir::Builder& k, const ir::Graph& graph, const KernelPlan& plan, const KernelSpec& spec,
+                         KernelFrame& frame)
+    : k_(k), graph_(graph), plan_(plan), spec_(spec), frame_(frame), offsets_(shape_offsets(graph)) {
+  frame_ = {};
+  computed_ = region_of(graph, plan, spec);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const bool stage = std::find(spec.stages.begin(), spec.stages.end(), static_cast<int>(i)) != spec.stages.end();
+    if (plan.buffer_of[i] >= 0 && !stage && static_cast<int>(i) != spec.cut) computed_[i] = false;
+  }
+}
+
+Id GraphValues::dim(int node, int d) {
+  if (graph_.nodes[node]->shape()[d] == 1) return k_.index(1);
+  const int offset = offsets_[node] + d;
+  const auto [it, fresh] = dims_.try_emplace(offset, 0);
+  if (fresh) {
+    it->second = k_.new_dim();
+    frame_.dims.push_back(offset);
+  }
+  return k_.dim(it->second);
+}
+
+int GraphValues::buffer(int graph_buffer, DType dtype) {
+  const auto [it, fresh] = buffers_.try_emplace(graph_buffer, 0);
+  if (fresh) {
+    it->second = k_.new_buffer(dtype);
+    frame_.buffers.push_back(graph_buffer);
+  }
+  return it->second;
+}
+
+Id GraphValues::scalar(int node) {
+  const int k = static_cast<int>(std::find(graph_.scalars.begin(), graph_.scalars.end(), node) - graph_.scalars.begin());
+  const auto [it, fresh] = scalars_.try_emplace(k, 0);
+  if (fresh) {
+    it->second = k_.new_scalar();
+    frame_.scalars.push_back(k);
+  }
+  const ir::Node& leaf = *graph_.nodes[node];
+  return k_.scalar(it->second, leaf.op() == OpKind::Scalar ? leaf.dtype() : DType::Int64);  // or a seed
+}
+
+void GraphValues::finish() {
+  if (k_.kernel().num_scalars > 0) frame_.buffers.push_back(KernelFrame::kScalars);
+}
+
+Id GraphValues::numel(int node, int first_dim, int end_dim) {
+  Id n = k_.index(1);
+  for (int d = first_dim; d < end_dim; ++d) n = k_.mul(n, dim(node, d));
+  return n;
+}
+
+Id GraphValues::ravel(int node, const std::vector<Id>& dims) {
+  Id linear = k_.index(0);
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (graph_.nodes[node]->shape()[d] == 1) continue;
+    linear = k_.add(k_.mul(linear, dim(node, static_cast<int>(d))), dims[d]);
+  }
+  return linear;
+}
+
+void GraphValues::unravel_into(int node, Id linear, int first, int end, std::vector<Id>& dims) {
+  for (int d = end; d-- > first;) {
+    if (graph_.nodes[node]->shape()[d] == 1) {
+      dims[d] = k_.index(0);
+      continue;
+    }
+    dims[d] = d == first ? linear : k_.rem(linear, dim(node, d));
+    if (d > first) linear = k_.div(linear, dim(node, d));
+  }
+}
+
+std::vector<Id> GraphValues::dims_of(int node, const Index& index) {
+  if (static_cast<int>(index.dims.size()) == graph_.nodes[node]->rank()) return index.dims;
+  std::vector<Id> dims(graph_.nodes[node]->rank(), k_.index(0));
+  unravel_into(node, index.linear, 0, graph_.nodes[node]->rank(), dims);
+  return dims;
+}
+
+Id GraphValues::linear_of(int node, const Index& index) {
+  return index.linear != kir::kNone ? index.linear : ravel(node, index.dims);
+}
+
+GraphValues::Index GraphValues::operand_index(int node, int operand, const Index& index) {
+  const ir::Node& n = *graph_.nodes[node];
+  const ir::Node& o = *graph_.nodes[operand];
+  if (o.rank() == n.rank() && o.unit_dims() == n.unit_dims()) return index;  // same shape
+  if (o.rank() == 0) return {};
+  const std::vector<Id> dims = dims_of(node, index);
+  Index result;
+  const int offset = n.rank() - o.rank();
+  for (int d = 0; d < o.rank(); ++d) result.dims.push_back(o.shape()[d] == 1 ? k_.index(0) : dims[d + offset]);
+  return result;
+}
+
+Id GraphValues::at(int node, const Index& index) {
+  if (auto it = bound_.find(node); it != bound_.end()) return it->second;
+  std::vector<Id> key = {node, index.linear};
+  key.insert(key.end(), index.dims.begin(), index.dims.end());
+  if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+  const Id v = computed_[node] ? compute(node, index) : load(node, plan_.buffer_of[node], linear_of(node, index));
+  memo_.emplace(std::move(key), v);
+  return v;
+}
+
+Id GraphValues::compute(int node, const Index& index) {
+  const ir::Node& n = *graph_.nodes[node];
+  switch (n.op()) {
+    case OpKind::Scalar: return scalar(node);
+    case OpKind::Constant:
+      return is_floating(n.dtype()) ? k_.float_constant(n.dtype(), n.scalar().f) : k_.constant(n.dtype(), n.scalar().i);
+    case OpKind::Arange: return k_.convert(dims_of(node, index)[0], n.dtype());
+    case OpKind::Rand:
+    case OpKind::Randn: return k_.random(n.op(), n.dtype(), scalar(node), linear_of(node, index));
+    default: break;
+  }
+  switch (ir::op_info(n.op()).kind) {
+    case ir::LoweringKind::Elementwise: {
+      std::vector<Id> args;
+      for (int operand : graph_.operands[node]) {
+        const auto bound = bound_.find(operand);  // (a bound value needs no index)
+        args.push_back(bound != bound_.end() ? bound->second : at(operand, operand_index(node, operand, index)));
+      }
+      return k_.op(n.op(), n.dtype(), std::move(args));
+    }
+    case ir::LoweringKind::View: return view(node, index);
+    default: break;
+  }
+  // Reductions and products are stages, bound values or buffers, never recomputed here.
+  llvm_unreachable("lowering: a reduction or product evaluated in a kernel that does not hold it");
+}
+
+Id GraphValues::view(int node, const Index& index) {
+  const ir::Node& n = *graph_.nodes[node];
+  const int operand = graph_.operands[node][0];
+  switch (n.op()) {
+    case OpKind::Reshape: return at(operand, Index{{}, linear_of(node, index)});
+    case OpKind::Expand: return at(operand, operand_index(node, operand, index));
+    case OpKind::Permute: {
+      const std::vector<Id> dims = dims_of(node, index);
+      Index in;
+      in.dims.resize(dims.size());
+      for (size_t d = 0; d < dims.size(); ++d) in.dims[n.attrs()[d]] = dims[d];
+      return at(operand, in);
+    }
+    case OpKind::Slice: {
+      Index in{dims_of(node, index)};
+      const int64_t d = n.attrs()[0];
+      in.dims[d] = k_.add(k_.index(n.attrs()[1]), k_.mul(in.dims[d], k_.index(n.attrs()[2])));
+      return at(operand, in);
+    }
+    case OpKind::Cat: {
+      // Every part is read at its clamped index and the right one selected: no branches in
+      // the loop, so it still vectorises.
+      const std::vector<Id> dims = dims_of(node, index);
+      const int64_t d = n.attrs()[0];
+      Id start = k_.index(0);
+      Id result = kir::kNone;
+      for (int part : graph_.operands[node]) {
+        const Id size = dim(part, static_cast<int>(d));
+        const Id local = k_.sub(dims[d], start);
+        // In [0, size): an empty part (size 0) is read at 0, which its buffer's minimum
+        // allocation covers, and never selected.
+        Index in{dims};
+        in.dims[d] = graph_.nodes[part]->shape()[d] == 1 ? k_.index(0)
+                                                         : k_.max(k_.min(local, k_.sub(size, k_.index(1))), k_.index(0));
+        const Id v = at(part, in);
+        result = result == kir::kNone ? v : k_.select(k_.op(OpKind::Lt, DType::Bool, {local, k_.index(0)}), result, v);
+        start = k_.add(start, size);
+      }
+      return result;
+    }
+    default: break;
+  }
+  llvm_unreachable("lowering: unknown view");
+}
+
+}  // namespace lazyjit::lowering

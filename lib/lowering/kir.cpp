@@ -1,0 +1,417 @@
+// Kernel IR: construction, text form, verifier.
+#include "lowering/kir.h"
+
+#include <bit>
+
+#include "fmt/format.h"
+
+namespace lazyjit::kir {
+
+Id Builder::add(Expr e) {
+  const auto [it, fresh] = ids_.try_emplace(e, static_cast<Id>(kernel_.exprs.size()));
+  if (fresh) kernel_.exprs.push_back(std::move(e));
+  return it->second;
+}
+
+namespace {
+
+/// Calls f(id) for every expression a statement uses, through a reference it may rewrite.
+template <class F>
+void for_each_use(std::vector<Stmt>& body, F&& f) {
+  for (Stmt& s : body) {
+    for (Id* id : {&s.lo, &s.hi, &s.micro.k, &s.micro.b_base}) {
+      if (*id != kNone) f(*id);
+    }
+    for (auto* ids : {&s.offsets, &s.values, &s.micro.a_rows}) {
+      for (Id& id : *ids) f(id);
+    }
+    for_each_use(s.body, f);
+  }
+}
+
+}  // namespace
+
+Kernel Builder::take() {
+  Kernel& k = kernel_;
+  std::vector<bool> live(k.exprs.size(), false);
+  auto mark = [&](Id& id) { live[id] = true; };
+  for_each_use(k.body, mark);
+  if (k.count != kNone) live[k.count] = true;
+  for (size_t i = k.exprs.size(); i-- > 0;) {
+    if (!live[i]) continue;
+    for (Id o : k.exprs[i].operands) live[o] = true;
+  }
+  std::vector<Id> renumbered(k.exprs.size(), kNone);
+  std::vector<Expr> kept;
+  for (size_t i = 0; i < k.exprs.size(); ++i) {
+    if (!live[i]) continue;
+    renumbered[i] = static_cast<Id>(kept.size());
+    kept.push_back(std::move(k.exprs[i]));
+    for (Id& o : kept.back().operands) o = renumbered[o];
+  }
+  k.exprs = std::move(kept);
+  for_each_use(k.body, [&](Id& id) { id = renumbered[id]; });
+  if (k.count != kNone) k.count = renumbered[k.count];
+  ids_.clear();
+  return std::move(kernel_);
+}
+
+Id Builder::constant(DType dtype, int64_t bits) { return add({ExprKind::Const, dtype, 0, -1, bits}); }
+
+Id Builder::float_constant(DType dtype, double value) {
+  return is_floating(dtype) ? constant(dtype, std::bit_cast<int64_t>(value)) : constant(dtype, static_cast<int64_t>(value));
+}
+
+Id Builder::load(int buffer, Id offset) {
+  return add({ExprKind::Load, kernel_.buffers[buffer].dtype, 0, buffer, 0, {offset}});
+}
+
+Id Builder::local(int slot, Id offset) {
+  Expr e{ExprKind::Local, kernel_.locals[slot].dtype, 0, slot};
+  if (offset != kNone) e.operands.push_back(offset);
+  return add(std::move(e));
+}
+
+Id Builder::op(ir::OpKind op, DType dtype, std::vector<Id> operands) {
+  return add({ExprKind::Op, dtype, static_cast<uint8_t>(op), -1, 0, std::move(operands)});
+}
+
+Id Builder::random(ir::OpKind op, DType dtype, Id seed, Id counter) {
+  return add({ExprKind::Random, dtype, static_cast<uint8_t>(op), -1, 0, {seed, counter}});
+}
+
+std::optional<int64_t> Builder::constant_value(Id e) const {
+  const Expr& x = kernel_.exprs[e];
+  if (x.kind != ExprKind::Const || x.dtype != DType::Int64) return std::nullopt;
+  return x.bits;
+}
+
+Id Builder::arith(IndexOp op, Id a, Id b) {
+  const std::optional<int64_t> x = constant_value(a), y = constant_value(b);
+  if (x && y && !((op == IndexOp::Div || op == IndexOp::Rem) && *y == 0)) {
+    const uint64_t ux = static_cast<uint64_t>(*x), uy = static_cast<uint64_t>(*y);
+    switch (op) {
+      case IndexOp::Add: return index(static_cast<int64_t>(ux + uy));
+      case IndexOp::Sub: return index(static_cast<int64_t>(ux - uy));
+      case IndexOp::Mul: return index(static_cast<int64_t>(ux * uy));
+      case IndexOp::Div: return index(static_cast<int64_t>(ux / uy));
+      case IndexOp::Rem: return index(static_cast<int64_t>(ux % uy));
+      case IndexOp::Min: return index(std::min(*x, *y));
+      case IndexOp::Max: return index(std::max(*x, *y));
+    }
+  }
+  switch (op) {
+    case IndexOp::Add:
+      if (x == 0) return b;
+      if (y == 0) return a;
+      break;
+    case IndexOp::Sub:
+      if (y == 0) return a;
+      break;
+    case IndexOp::Mul:
+      if (x == 0 || y == 0) return index(0);
+      if (x == 1) return b;
+      if (y == 1) return a;
+      break;
+    case IndexOp::Div:
+      if (y == 1) return a;
+      break;
+    case IndexOp::Rem:
+      if (y == 1) return index(0);
+      break;
+    default: break;
+  }
+  return add({ExprKind::Index, DType::Int64, static_cast<uint8_t>(op), -1, 0, {a, b}});
+}
+
+Id Builder::convert(Id value, DType to) {
+  return dtype(value) == to ? value : op(ir::OpKind::Cast, to, {value});
+}
+
+Id Builder::select(Id cond, Id a, Id b) {
+  return a == b ? a : op(ir::OpKind::Where, dtype(a), {cond, a, b});
+}
+
+void Builder::emit(Stmt s) {
+  (open_.empty() ? kernel_.body : open_.back().body).push_back(std::move(s));
+}
+
+void Builder::store(std::vector<int> buffers, std::vector<Id> offsets, std::vector<Id> values) {
+  for (int b : buffers) kernel_.buffers[b].written = true;
+  Stmt s{Stmt::Kind::Store};
+  s.buffers = std::move(buffers);
+  s.offsets = std::move(offsets);
+  s.values = std::move(values);
+  emit(std::move(s));
+}
+
+void Builder::assign(int local, Id value, Id offset) {
+  Stmt s{Stmt::Kind::Assign, local};
+  if (offset != kNone) s.offsets.push_back(offset);
+  s.values.push_back(value);
+  emit(std::move(s));
+}
+
+void Builder::fold(int local, ir::OpKind combine, Id value) {
+  Stmt s{Stmt::Kind::Fold, local};
+  s.op = combine;
+  s.values.push_back(value);
+  emit(std::move(s));
+}
+
+void Builder::matmul(MicroKernel micro) {
+  Stmt s{Stmt::Kind::Matmul};
+  s.micro = std::move(micro);
+  emit(std::move(s));
+}
+
+namespace {
+
+constexpr const char* kIndexOps[] = {"add", "sub", "mul", "div", "rem", "min", "max"};
+
+std::string type_name(DType dtype) {
+  switch (dtype) {
+    case DType::Bool: return "bool";
+    case DType::Int32: return "i32";
+    case DType::Int64: return "i64";
+    case DType::Float32: return "f32";
+    case DType::Float64: return "f64";
+  }
+  return "?";
+}
+
+std::string operands_text(const Expr& e) {
+  std::string text;
+  for (Id o : e.operands) text += fmt::format("{}%{}", text.empty() ? "" : ", ", o);
+  return text;
+}
+
+std::string expr_text(const Expr& e) {
+  const std::string t = type_name(e.dtype);
+  switch (e.kind) {
+    case ExprKind::Const:
+      if (is_floating(e.dtype)) return fmt::format("{} {}", t, std::bit_cast<double>(e.bits));
+      return e.dtype == DType::Int64 ? fmt::format("{}", e.bits) : fmt::format("{} {}", t, e.bits);
+    case ExprKind::Var: return fmt::format("v{}", e.slot);
+    case ExprKind::Begin: return "begin";
+    case ExprKind::End: return "end";
+    case ExprKind::Dim: return fmt::format("d{}", e.slot);
+    case ExprKind::Scalar: return fmt::format("{} s{}", t, e.slot);
+    case ExprKind::Load: return fmt::format("load {} b{}[%{}]", t, e.slot, e.operands[0]);
+    case ExprKind::Local:
+      return e.operands.empty() ? fmt::format("l{}", e.slot) : fmt::format("l{}[%{}]", e.slot, e.operands[0]);
+    case ExprKind::Index: return fmt::format("{} {}", kIndexOps[e.op], operands_text(e));
+    case ExprKind::Op:
+    case ExprKind::Random:
+      return fmt::format("{} {} {}", ir::op_name(static_cast<ir::OpKind>(e.op)), t, operands_text(e));
+  }
+  return "?";
+}
+
+void print_body(const std::vector<Stmt>& body, int depth, std::string& out) {
+  const std::string indent(2 * depth, ' ');
+  for (const Stmt& s : body) {
+    switch (s.kind) {
+      case Stmt::Kind::For:
+        out += fmt::format("{}for v{} in [%{}, %{}):\n", indent, s.slot, s.lo, s.hi);
+        print_body(s.body, depth + 1, out);
+        break;
+      case Stmt::Kind::Store: {
+        std::string targets, values;
+        for (size_t i = 0; i < s.values.size(); ++i) {
+          targets += fmt::format("{}b{}[%{}]", i ? ", " : "", s.buffers[i], s.offsets[i]);
+          values += fmt::format("{}%{}", i ? ", " : "", s.values[i]);
+        }
+        out += fmt::format("{}store {} = {}\n", indent, targets, values);
+        break;
+      }
+      case Stmt::Kind::Assign:
+        out += s.offsets.empty() ? fmt::format("{}l{} = %{}\n", indent, s.slot, s.values[0])
+                                 : fmt::format("{}l{}[%{}] = %{}\n", indent, s.slot, s.offsets[0], s.values[0]);
+        break;
+      case Stmt::Kind::Fold:
+        out += fmt::format("{}l{} = {}(l{}, %{})\n", indent, s.slot, ir::op_name(s.op), s.slot, s.values[0]);
+        break;
+      case Stmt::Kind::Matmul: {
+        const MicroKernel& m = s.micro;
+        std::string rows;
+        for (Id r : m.a_rows) rows += fmt::format("{}%{}", rows.empty() ? "" : ", ", r);
+        out += fmt::format("{}matmul l{} = b{}[{}: {}] x b{}[packed: %{}] over %{}\n", indent, m.tile, m.a,
+                           m.packed_a ? "packed" : "rows", rows, m.b, m.b_base, m.k);
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::string print(const Kernel& kernel) {
+  std::string frame;
+  for (size_t b = 0; b < kernel.buffers.size(); ++b) {
+    frame += fmt::format("{}b{}: {}{}", b ? ", " : "", b, type_name(kernel.buffers[b].dtype),
+                         kernel.buffers[b].written ? " out" : "");
+  }
+  std::string out = fmt::format("kernel per {} ({}; dims {}; scalars {})\n", kernel.kind, frame, kernel.num_dims,
+                                kernel.num_scalars);
+  for (size_t l = 0; l < kernel.locals.size(); ++l) {
+    const Local& local = kernel.locals[l];
+    out += local.size == 1 ? fmt::format("  local l{}: {}\n", l, type_name(local.dtype))
+                           : fmt::format("  local l{}: {}[{}]\n", l, type_name(local.dtype), local.size);
+  }
+  for (size_t i = 0; i < kernel.exprs.size(); ++i) out += fmt::format("  %{} = {}\n", i, expr_text(kernel.exprs[i]));
+  out += fmt::format("  count %{}\n", kernel.count);
+  print_body(kernel.body, 1, out);
+  return out;
+}
+
+namespace {
+
+class Verifier {
+ public:
+  explicit Verifier(const Kernel& k) : k_(k), var_uses_(k.exprs.size()) {}
+
+  std::string run() {
+    for (size_t i = 0; i < k_.exprs.size() && error_.empty(); ++i) expr(static_cast<Id>(i));
+    if (error_.empty()) index_use(k_.count, "the count");
+    if (error_.empty()) body(k_.body);
+    return error_;
+  }
+
+ private:
+  void fail(const std::string& what) {
+    if (error_.empty()) error_ = what;
+  }
+  bool valid(Id e) const { return e >= 0 && static_cast<size_t>(e) < k_.exprs.size(); }
+
+  void expr(Id i) {
+    const Expr& e = k_.exprs[i];
+    for (Id o : e.operands) {
+      if (!valid(o) || o >= i) return fail(fmt::format("%{} uses %{}, which does not come before it", i, o));
+      var_uses_[i].insert(var_uses_[i].end(), var_uses_[o].begin(), var_uses_[o].end());
+    }
+    auto need = [&](bool ok, const char* what) {
+      if (!ok) fail(fmt::format("%{} = {}: {}", i, expr_text(e), what));
+    };
+    auto int64 = [&](Id o) { return k_.exprs[o].dtype == DType::Int64; };
+    switch (e.kind) {
+      case ExprKind::Var:
+        var_uses_[i].push_back(e.slot);
+        need(e.slot >= 0 && e.slot < k_.num_vars, "no such loop variable");
+        break;
+      case ExprKind::Dim: need(e.slot >= 0 && e.slot < k_.num_dims, "no such dim"); break;
+      case ExprKind::Scalar: need(e.slot >= 0 && e.slot < k_.num_scalars, "no such scalar"); break;
+      case ExprKind::Load:
+        need(e.slot >= 0 && static_cast<size_t>(e.slot) < k_.buffers.size(), "no such buffer");
+        if (error_.empty()) need(k_.buffers[e.slot].dtype == e.dtype && e.operands.size() == 1 && int64(e.operands[0]),
+                                 "a load has its buffer's dtype and one Int64 offset");
+        break;
+      case ExprKind::Local:
+        need(e.slot >= 0 && static_cast<size_t>(e.slot) < k_.locals.size(), "no such local");
+        if (error_.empty()) {
+          const Local& l = k_.locals[e.slot];
+          need(l.dtype == e.dtype && e.operands.size() == (l.size == 1 ? 0u : 1u), "a local has its dtype and an offset if an array");
+        }
+        break;
+      case ExprKind::Index:
+        need(e.dtype == DType::Int64 && e.operands.size() == 2 && int64(e.operands[0]) && int64(e.operands[1]),
+             "index arithmetic is on Int64");
+        break;
+      case ExprKind::Op: {
+        const ir::OpInfo& info = ir::op_info(static_cast<ir::OpKind>(e.op));
+        need(info.kind == ir::LoweringKind::Elementwise && static_cast<int>(e.operands.size()) == info.arity,
+             "an elementwise op with its arity");
+        if (error_.empty() && info.dtype_rule == ir::DTypeRule::Select) {
+          need(k_.exprs[e.operands[0]].dtype == DType::Bool && k_.exprs[e.operands[1]].dtype == e.dtype &&
+                   k_.exprs[e.operands[2]].dtype == e.dtype,
+               "where takes a Bool condition and two values of its dtype");
+        }
+        if (error_.empty() && info.dtype_rule == ir::DTypeRule::Same) {
+          for (Id o : e.operands) need(k_.exprs[o].dtype == e.dtype, "operands have the result's dtype");
+        }
+        break;
+      }
+      case ExprKind::Random:
+        need(e.operands.size() == 2 && int64(e.operands[0]) && int64(e.operands[1]) && is_floating(e.dtype),
+             "a random value of a float dtype from an Int64 seed and counter");
+        break;
+      default: break;
+    }
+    std::sort(var_uses_[i].begin(), var_uses_[i].end());
+    var_uses_[i].erase(std::unique(var_uses_[i].begin(), var_uses_[i].end()), var_uses_[i].end());
+  }
+
+  void use(Id e, const std::string& where) {
+    if (!valid(e)) return fail(fmt::format("{} uses %{}, which does not exist", where, e));
+    for (int v : var_uses_[e]) {
+      if (std::find(scope_.begin(), scope_.end(), v) == scope_.end()) {
+        return fail(fmt::format("{} uses %{}, which reads v{} outside its loop", where, e, v));
+      }
+    }
+  }
+  void index_use(Id e, const std::string& where) {
+    use(e, where);
+    if (error_.empty() && k_.exprs[e].dtype != DType::Int64) fail(fmt::format("{}: %{} is not Int64", where, e));
+  }
+
+  void body(const std::vector<Stmt>& stmts) {
+    for (const Stmt& s : stmts) {
+      if (!error_.empty()) return;
+      switch (s.kind) {
+        case Stmt::Kind::For:
+          index_use(s.lo, "a loop bound");
+          index_use(s.hi, "a loop bound");
+          scope_.push_back(s.slot);
+          body(s.body);
+          scope_.pop_back();
+          break;
+        case Stmt::Kind::Store:
+          if (s.buffers.size() != s.values.size() || s.offsets.size() != s.values.size()) return fail("a store's lists differ in length");
+          for (size_t i = 0; i < s.values.size(); ++i) {
+            const int b = s.buffers[i];
+            if (b < 0 || static_cast<size_t>(b) >= k_.buffers.size() || !k_.buffers[b].written) return fail(fmt::format("a store to b{}, which is not an output", b));
+            index_use(s.offsets[i], "a store");
+            use(s.values[i], "a store");
+            if (error_.empty() && k_.exprs[s.values[i]].dtype != k_.buffers[b].dtype) fail(fmt::format("a store of %{} to b{} of another dtype", s.values[i], b));
+          }
+          break;
+        case Stmt::Kind::Fold:
+          if (s.op != ir::OpKind::Add && s.op != ir::OpKind::Maximum && s.op != ir::OpKind::Minimum) {
+            return fail(fmt::format("a fold into l{} combines with {}", s.slot, ir::op_name(s.op)));
+          }
+          [[fallthrough]];
+        case Stmt::Kind::Assign: {
+          if (s.slot < 0 || static_cast<size_t>(s.slot) >= k_.locals.size()) return fail(fmt::format("an assignment to l{}, which does not exist", s.slot));
+          const Local& l = k_.locals[s.slot];
+          if (s.offsets.size() != (l.size == 1 ? 0u : 1u)) return fail(fmt::format("an assignment to l{} without its offset", s.slot));
+          for (Id o : s.offsets) index_use(o, "an assignment");
+          use(s.values[0], "an assignment");
+          if (error_.empty() && k_.exprs[s.values[0]].dtype != l.dtype) fail(fmt::format("an assignment of %{} to l{} of another dtype", s.values[0], s.slot));
+          break;
+        }
+        case Stmt::Kind::Matmul: {
+          const MicroKernel& m = s.micro;
+          auto buffer_ok = [&](int b) { return b >= 0 && static_cast<size_t>(b) < k_.buffers.size(); };
+          if (!buffer_ok(m.a) || !buffer_ok(m.b) || m.tile < 0 || static_cast<size_t>(m.tile) >= k_.locals.size()) {
+            return fail("a matmul step with a missing operand or tile");
+          }
+          index_use(m.k, "a matmul step");
+          index_use(m.b_base, "a matmul step");
+          for (Id r : m.a_rows) index_use(r, "a matmul step");
+          break;
+        }
+      }
+    }
+  }
+
+  const Kernel& k_;
+  std::vector<std::vector<int>> var_uses_;  // per expression: the loop variables it reads
+  std::vector<int> scope_;
+  std::string error_;
+};
+
+}  // namespace
+
+std::string verify(const Kernel& kernel) { return Verifier(kernel).run(); }
+
+}  // namespace lazyjit::kir

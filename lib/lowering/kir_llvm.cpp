@@ -1,0 +1,369 @@
+// Kernel IR to LLVM IR: counted loops, hoisted frame reads, scoped reuse of computed values,
+// and the register-blocked matmul step.
+#include "lowering/kir_llvm.h"
+
+#include <bit>
+
+#include "ir/philox.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Intrinsics.h"
+#include "lowering/elementwise.h"
+#include "lowering/kernel_abi.h"
+
+namespace lazyjit::lowering {
+namespace {
+
+using kir::Expr;
+using kir::ExprKind;
+using kir::Id;
+using kir::Stmt;
+using llvm::Value;
+
+/// Philox4x32-10 of (seed, counter) and the uniform or normal value of `dtype` it gives,
+/// exactly as ir/philox.h computes them.
+Value* emit_random(llvm::IRBuilder<>& b, ir::OpKind op, DType dtype, Value* seed, Value* index) {
+  auto* i32 = b.getInt32Ty();
+  auto* i64 = b.getInt64Ty();
+  auto lo = [&](Value* v) { return b.CreateTrunc(v, i32); };
+  auto hi = [&](Value* v) { return b.CreateTrunc(b.CreateLShr(v, 32), i32); };
+  Value* c0 = lo(index);
+  Value* c1 = hi(index);
+  Value* c2 = b.getInt32(0);
+  Value* c3 = b.getInt32(0);
+  Value* k0 = lo(seed);
+  Value* k1 = hi(seed);
+  for (int round = 0; round < ir::philox::kRounds; ++round) {
+    Value* p0 = b.CreateMul(b.getInt64(ir::philox::kMul0), b.CreateZExt(c0, i64));
+    Value* p1 = b.CreateMul(b.getInt64(ir::philox::kMul1), b.CreateZExt(c2, i64));
+    Value* n0 = b.CreateXor(b.CreateXor(hi(p1), c1), k0);
+    Value* n2 = b.CreateXor(b.CreateXor(hi(p0), c3), k1);
+    c1 = lo(p1);
+    c3 = lo(p0);
+    c0 = n0;
+    c2 = n2;
+    k0 = b.CreateAdd(k0, b.getInt32(ir::philox::kWeyl0));
+    k1 = b.CreateAdd(k1, b.getInt32(ir::philox::kWeyl1));
+  }
+  llvm::Type* type = value_type(b.getContext(), dtype);
+  const bool f32 = dtype == DType::Float32;
+  auto scaled = [&](Value* bits, double scale) {
+    return b.CreateFMul(b.CreateUIToFP(bits, type), llvm::ConstantFP::get(type, scale));
+  };
+  auto wide = [&](Value* high, Value* low) {  // (high << 32 | low) >> 11
+    return b.CreateLShr(b.CreateOr(b.CreateShl(b.CreateZExt(high, i64), 32), b.CreateZExt(low, i64)), 11);
+  };
+  if (op == ir::OpKind::Rand) return f32 ? scaled(b.CreateLShr(c0, 8), 0x1p-24) : scaled(wide(c0, c1), 0x1p-53);
+  Value* u1 = f32 ? scaled(b.CreateAdd(b.CreateLShr(c0, 8), b.getInt32(1)), 0x1p-24)
+                  : scaled(b.CreateAdd(wide(c0, c1), b.getInt64(1)), 0x1p-53);
+  Value* u2 = f32 ? scaled(b.CreateLShr(c1, 8), 0x1p-24) : scaled(wide(c2, c3), 0x1p-53);
+  Value* radius = b.CreateUnaryIntrinsic(
+      llvm::Intrinsic::sqrt,
+      b.CreateFMul(llvm::ConstantFP::get(type, -2.0), b.CreateUnaryIntrinsic(llvm::Intrinsic::log, u1)));
+  Value* angle = b.CreateFMul(llvm::ConstantFP::get(type, 6.283185307179586), u2);
+  return b.CreateFMul(radius, b.CreateUnaryIntrinsic(llvm::Intrinsic::cos, angle));
+}
+
+class Emitter {
+ public:
+  Emitter(const kir::Kernel& kernel, llvm::Function* body)
+      : k_(kernel), ctx_(body->getContext()), body_(body), b_(ctx_), hoist_(ctx_), values_(kernel.exprs.size()),
+        buffers_read_(kernel.exprs.size(), 0), locals_read_(kernel.exprs.size(), 0), vars_(kernel.num_vars) {
+    for (size_t i = 0; i < k_.exprs.size(); ++i) {
+      const Expr& e = k_.exprs[i];
+      if (e.kind == ExprKind::Load) buffers_read_[i] = bit(e.slot);
+      if (e.kind == ExprKind::Local) locals_read_[i] = bit(e.slot);
+      for (Id o : e.operands) {
+        buffers_read_[i] |= buffers_read_[o];
+        locals_read_[i] |= locals_read_[o];
+      }
+    }
+    const int buffers = static_cast<int>(k_.buffers.size());
+    scalars_ = k_.num_scalars > 0 ? body->getArg(buffers) : nullptr;
+    dims_ = body->getArg(buffers + (k_.num_scalars > 0 ? 1 : 0));
+    begin_ = body->getArg(body->arg_size() - 2);
+    end_ = body->getArg(body->arg_size() - 1);
+  }
+
+  void emit() {
+    auto* entry = llvm::BasicBlock::Create(ctx_, "entry", body_);
+    auto* start = llvm::BasicBlock::Create(ctx_, "start", body_);
+    hoist_.SetInsertPoint(llvm::BranchInst::Create(start, entry));
+    b_.SetInsertPoint(start);
+    for (const kir::Local& local : k_.locals) {
+      llvm::Type* type = value_type(ctx_, local.dtype);
+      llvm::AllocaInst* slot = hoist_.CreateAlloca(local.size == 1 ? type : llvm::ArrayType::get(type, local.size));
+      if (local.size > 1) slot->setAlignment(llvm::Align(64));
+      locals_.push_back(slot);
+    }
+    body(k_.body);
+    b_.CreateRetVoid();
+  }
+
+ private:
+  Value* i64(int64_t v) { return b_.getInt64(v); }
+
+  /// Frame reads and constants are computed once, at the top; the rest where first used in a
+  /// scope, and reused there until the scope ends (or, for values read from a buffer or a
+  /// local, until a write to it). Nothing that can trap (a division) moves above its loop.
+  Value* value(Id id) {
+    if (values_[id] != nullptr) return values_[id];
+    const Expr& e = k_.exprs[id];
+    Value* v = nullptr;
+    switch (e.kind) {
+      case ExprKind::Const: {
+        llvm::Type* type = value_type(ctx_, e.dtype);
+        if (is_floating(e.dtype)) v = llvm::ConstantFP::get(type, std::bit_cast<double>(e.bits));
+        else v = llvm::ConstantInt::get(type, static_cast<uint64_t>(e.bits), /*isSigned=*/true);
+        break;
+      }
+      case ExprKind::Begin: v = begin_; break;
+      case ExprKind::End: v = end_; break;
+      case ExprKind::Dim:
+        v = hoist_.CreateLoad(hoist_.getInt64Ty(), hoist_.CreateConstInBoundsGEP1_64(hoist_.getInt64Ty(), dims_, e.slot),
+                              "d" + std::to_string(e.slot));
+        break;
+      case ExprKind::Scalar: {
+        const DType raw = is_floating(e.dtype) ? DType::Float64 : DType::Int64;
+        Value* bits = hoist_.CreateLoad(value_type(ctx_, raw), hoist_.CreateConstInBoundsGEP1_64(hoist_.getInt64Ty(), scalars_, e.slot),
+                                        "s" + std::to_string(e.slot));
+        v = emit_convert(hoist_, bits, raw, e.dtype);
+        break;
+      }
+      default: return remember(id, compute(e));
+    }
+    values_[id] = v;  // valid everywhere: never forgotten
+    return v;
+  }
+
+  Value* remember(Id id, Value* v) {
+    values_[id] = v;
+    trail_.push_back(id);
+    return v;
+  }
+
+  Value* compute(const Expr& e) {
+    switch (e.kind) {
+      case ExprKind::Var: return vars_[e.slot];
+      case ExprKind::Load: {
+        llvm::Type* type = storage_type(ctx_, e.dtype);
+        Value* v = b_.CreateLoad(type, b_.CreateInBoundsGEP(type, body_->getArg(e.slot), value(e.operands[0])));
+        return e.dtype == DType::Bool ? b_.CreateICmpNE(v, b_.getInt8(0)) : v;
+      }
+      case ExprKind::Local: return b_.CreateLoad(value_type(ctx_, e.dtype), local_address(e.slot, e.operands));
+      case ExprKind::Index: return index(static_cast<kir::IndexOp>(e.op), value(e.operands[0]), value(e.operands[1]));
+      case ExprKind::Op: {
+        std::vector<Value*> args;
+        for (Id o : e.operands) args.push_back(value(o));
+        return emit_op(b_, static_cast<ir::OpKind>(e.op), e.dtype, k_.exprs[e.operands[0]].dtype, args);
+      }
+      case ExprKind::Random:
+        return emit_random(b_, static_cast<ir::OpKind>(e.op), e.dtype, value(e.operands[0]), value(e.operands[1]));
+      default: break;
+    }
+    llvm::report_fatal_error("kernel IR: an expression the emitter does not know");
+  }
+
+  Value* index(kir::IndexOp op, Value* x, Value* y) {
+    switch (op) {
+      case kir::IndexOp::Add: return b_.CreateAdd(x, y, "", /*HasNUW=*/true, /*HasNSW=*/true);
+      case kir::IndexOp::Sub: return b_.CreateSub(x, y);
+      case kir::IndexOp::Mul: return b_.CreateMul(x, y, "", /*HasNUW=*/true, /*HasNSW=*/true);
+      case kir::IndexOp::Div: return b_.CreateUDiv(x, y);
+      case kir::IndexOp::Rem: return b_.CreateURem(x, y);
+      case kir::IndexOp::Min: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, x, y);
+      case kir::IndexOp::Max: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, x, y);
+    }
+    return nullptr;
+  }
+
+  Value* local_address(int slot, const std::vector<Id>& offset) {
+    if (offset.empty()) return locals_[slot];
+    return b_.CreateInBoundsGEP(value_type(ctx_, k_.locals[slot].dtype), locals_[slot], value(offset[0]));
+  }
+
+  /// Slots as bits of a mask; slots past 63 share the last bit.
+  static uint64_t bit(int slot) { return uint64_t{1} << std::min(slot, 63); }
+
+  /// After a write to buffers or locals: the values read from them before it are read again.
+  void forget(uint64_t buffers, uint64_t locals) {
+    for (Id id : trail_) {
+      if ((buffers_read_[id] & buffers) != 0 || (locals_read_[id] & locals) != 0) values_[id] = nullptr;
+    }
+  }
+
+  void store(int buffer, Value* offset, Value* v, DType dtype) {
+    if (dtype == DType::Bool) v = b_.CreateZExt(v, b_.getInt8Ty());
+    llvm::Type* type = storage_type(ctx_, dtype);
+    b_.CreateStore(v, b_.CreateInBoundsGEP(type, body_->getArg(buffer), offset));
+  }
+
+  void body(const std::vector<Stmt>& stmts) {
+    for (const Stmt& s : stmts) {
+      switch (s.kind) {
+        case Stmt::Kind::For: loop(s); break;
+        case Stmt::Kind::Store: {
+          std::vector<Value*> offsets, values;
+          for (size_t i = 0; i < s.values.size(); ++i) {
+            offsets.push_back(value(s.offsets[i]));
+            values.push_back(value(s.values[i]));
+          }
+          uint64_t written = 0;
+          for (size_t i = 0; i < s.values.size(); ++i) {
+            store(s.buffers[i], offsets[i], values[i], k_.buffers[s.buffers[i]].dtype);
+            written |= bit(s.buffers[i]);
+          }
+          forget(written, 0);
+          break;
+        }
+        case Stmt::Kind::Assign:
+        case Stmt::Kind::Fold: {
+          Value* v = value(s.values[0]);
+          Value* address = local_address(s.slot, s.offsets);
+          if (s.kind == Stmt::Kind::Fold) v = combine(s.op, k_.locals[s.slot].dtype, b_.CreateLoad(v->getType(), address), v);
+          b_.CreateStore(v, address);
+          forget(0, bit(s.slot));
+          break;
+        }
+        case Stmt::Kind::Matmul:
+          matmul(s.micro);
+          forget(0, bit(s.micro.tile));
+          break;
+      }
+    }
+  }
+
+  Value* combine(ir::OpKind op, DType dtype, Value* current, Value* v) {
+    Value* args[] = {current, v};
+    Value* next = emit_same(b_, op, dtype, args);
+    if (op == ir::OpKind::Add && is_floating(dtype)) {
+      llvm::FastMathFlags flags;
+      flags.setAllowReassoc();
+      llvm::cast<llvm::Instruction>(next)->setFastMathFlags(flags);
+    }
+    return next;
+  }
+
+  /// for (v = lo; v < hi; ++v): values first computed in the body are forgotten after it.
+  void loop(const Stmt& s) {
+    Value* lo = value(s.lo);
+    Value* hi = value(s.hi);
+    llvm::BasicBlock* before = b_.GetInsertBlock();
+    const std::string name = "v" + std::to_string(s.slot);
+    auto* header = llvm::BasicBlock::Create(ctx_, name, body_);
+    auto* loop_body = llvm::BasicBlock::Create(ctx_, name + ".body", body_);
+    auto* exit = llvm::BasicBlock::Create(ctx_, name + ".exit", body_);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(header);
+    llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2, name);
+    i->addIncoming(lo, before);
+    b_.CreateCondBr(b_.CreateICmpSLT(i, hi), loop_body, exit);
+    b_.SetInsertPoint(loop_body);
+    vars_[s.slot] = i;
+    const size_t mark = trail_.size();
+    body(s.body);
+    for (size_t t = mark; t < trail_.size(); ++t) values_[trail_[t]] = nullptr;
+    trail_.resize(mark);  // (what the body wrote was forgotten by its writes)
+    i->addIncoming(b_.CreateAdd(i, i64(1), name + ".next", /*HasNUW=*/true, /*HasNSW=*/true), b_.GetInsertBlock());
+    b_.CreateBr(header);
+    b_.SetInsertPoint(exit);
+  }
+
+  /// MR rows by NR columns of accumulators (two vectors per row) over all of K, then the
+  /// tile stored to its local.
+  void matmul(const kir::MicroKernel& m) {
+    const DType dtype = k_.buffers[m.b].dtype;
+    const MatmulTiling tiling = matmul_tiling(dtype_size(dtype));
+    llvm::Type* scalar = value_type(ctx_, dtype);
+    const int64_t lanes = tiling.nr / 2;
+    auto* vector = llvm::FixedVectorType::get(scalar, static_cast<unsigned>(lanes));
+    const bool floating = is_floating(dtype);
+    if (accumulators_.empty()) {
+      for (int64_t i = 0; i < 2 * tiling.mr; ++i) accumulators_.push_back(hoist_.CreateAlloca(vector));
+    }
+    for (llvm::AllocaInst* a : accumulators_) b_.CreateStore(llvm::Constant::getNullValue(vector), a);
+    Value* b_base = value(m.b_base);
+    std::vector<Value*> a_rows;
+    for (Id r : m.a_rows) a_rows.push_back(value(r));
+    Value* k = value(m.k);
+    llvm::BasicBlock* before = b_.GetInsertBlock();
+    auto* header = llvm::BasicBlock::Create(ctx_, "kk", body_);
+    auto* loop_body = llvm::BasicBlock::Create(ctx_, "kk.body", body_);
+    auto* exit = llvm::BasicBlock::Create(ctx_, "kk.exit", body_);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(header);
+    llvm::PHINode* kk = b_.CreatePHI(b_.getInt64Ty(), 2, "kk");
+    kk->addIncoming(i64(0), before);
+    b_.CreateCondBr(b_.CreateICmpSLT(kk, k), loop_body, exit);
+    b_.SetInsertPoint(loop_body);
+    Value* b_row = b_.CreateAdd(b_base, b_.CreateMul(kk, i64(tiling.nr)));
+    Value* bv[2];
+    for (int half = 0; half < 2; ++half) {
+      Value* p = b_.CreateInBoundsGEP(scalar, body_->getArg(m.b), b_.CreateAdd(b_row, i64(half * lanes)));
+      bv[half] = b_.CreateAlignedLoad(vector, p, llvm::Align(64));
+    }
+    Value* a_row = m.packed_a ? b_.CreateAdd(a_rows[0], b_.CreateMul(kk, i64(tiling.mr))) : nullptr;
+    for (int64_t r = 0; r < tiling.mr; ++r) {
+      Value* at = m.packed_a ? b_.CreateAdd(a_row, i64(r)) : b_.CreateAdd(a_rows[r], kk);
+      Value* a = b_.CreateLoad(scalar, b_.CreateInBoundsGEP(scalar, body_->getArg(m.a), at));
+      Value* splat = b_.CreateVectorSplat(static_cast<unsigned>(lanes), a);
+      for (int half = 0; half < 2; ++half) {
+        llvm::AllocaInst* slot = accumulators_[r * 2 + half];
+        Value* sum = b_.CreateLoad(vector, slot);
+        sum = floating ? b_.CreateIntrinsic(llvm::Intrinsic::fma, {vector}, {splat, bv[half], sum})
+                       : b_.CreateAdd(b_.CreateMul(splat, bv[half]), sum);
+        b_.CreateStore(sum, slot);
+      }
+    }
+    kk->addIncoming(b_.CreateAdd(kk, i64(1), "kk.next", true, true), b_.GetInsertBlock());
+    b_.CreateBr(header);
+    b_.SetInsertPoint(exit);
+    for (int64_t i = 0; i < 2 * tiling.mr; ++i) {
+      Value* p = b_.CreateConstInBoundsGEP1_64(scalar, locals_[m.tile], i * lanes);
+      b_.CreateAlignedStore(b_.CreateLoad(vector, accumulators_[i]), p, llvm::Align(64));
+    }
+  }
+
+  const kir::Kernel& k_;
+  llvm::LLVMContext& ctx_;
+  llvm::Function* body_;
+  llvm::IRBuilder<> b_;
+  llvm::IRBuilder<> hoist_;
+  std::vector<Value*> values_;      // per expression: its value where the builder is, if known
+  std::vector<uint64_t> buffers_read_, locals_read_;  // per expression: the slots it reads (bit)
+  std::vector<Id> trail_;           // expressions remembered in the open scopes, in order
+  std::vector<Value*> vars_;
+  std::vector<llvm::AllocaInst*> locals_, accumulators_;
+  Value *scalars_ = nullptr, *dims_ = nullptr, *begin_ = nullptr, *end_ = nullptr;
+};
+
+}  // namespace
+
+void emit_llvm(const kir::Kernel& kernel, const std::string& symbol, llvm::Module& module) {
+  llvm::LLVMContext& ctx = module.getContext();
+  llvm::IRBuilder<> b(ctx);
+  auto* ptr = b.getPtrTy();
+  auto* i64 = b.getInt64Ty();
+  const unsigned pointers = static_cast<unsigned>(kernel.buffers.size()) + (kernel.num_scalars > 0 ? 1 : 0);
+  std::vector<llvm::Type*> params(pointers + 1, ptr);  // the buffers, the scalar frame, the dims
+  params.push_back(i64);
+  params.push_back(i64);
+  auto* body = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), params, false),
+                                      llvm::Function::InternalLinkage, symbol + ".body", module);
+  body->addFnAttr(llvm::Attribute::NoUnwind);
+  for (unsigned i = 0; i <= pointers; ++i) body->addParamAttr(i, llvm::Attribute::NoAlias);
+  Emitter(kernel, body).emit();
+
+  auto* entry = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr, i64, i64}, false),
+                                       llvm::Function::ExternalLinkage, symbol, module);
+  entry->addFnAttr(llvm::Attribute::NoUnwind);
+  const char* names[] = {"args", "dims", "begin", "end"};
+  for (int i = 0; i < 4; ++i) entry->getArg(i)->setName(names[i]);
+  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", entry));
+  std::vector<Value*> args;
+  for (unsigned k = 0; k < pointers; ++k) args.push_back(b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, entry->getArg(0), k)));
+  for (int i = 1; i < 4; ++i) args.push_back(entry->getArg(i));
+  b.CreateCall(body, args);
+  b.CreateRetVoid();
+}
+
+}  // namespace lazyjit::lowering

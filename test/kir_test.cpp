@@ -1,0 +1,88 @@
+// The kernel IR: construction (shared and folded expressions, dead ones dropped), the
+// verifier's diagnostics, and the text form.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "lowering/kir.h"
+
+namespace lazyjit::kir {
+namespace {
+
+using testing::HasSubstr;
+
+/// out[i] = in[i] * 2 over [begin, end), a kernel of two f32 buffers.
+Kernel doubling() {
+  Builder k;
+  const int in = k.new_buffer(DType::Float32), out = k.new_buffer(DType::Float32);
+  k.loop(k.begin(), k.end(), [&](Id i) {
+    k.store(out, i, k.op(ir::OpKind::Mul, DType::Float32, {k.load(in, i), k.float_constant(DType::Float32, 2.0)}));
+  });
+  k.kernel().kind = "element";
+  k.kernel().count = k.dim(k.new_dim());
+  return k.take();
+}
+
+TEST(KernelIrTest, ExpressionsAreSharedFoldedAndDeadOnesDropped) {
+  Builder k;
+  const Id d = k.dim(k.new_dim());
+  EXPECT_EQ(k.add(d, k.index(0)), d);
+  EXPECT_EQ(k.mul(k.index(1), d), d);
+  EXPECT_EQ(k.mul(k.index(6), k.index(7)), k.index(42));
+  EXPECT_EQ(k.ceil_div(k.index(10), k.index(4)), k.index(3));
+  EXPECT_EQ(k.mul(d, d), k.mul(d, d));  // one expression
+  const Id unused = k.rem(d, k.index(3));
+  k.kernel().count = k.mul(d, d);
+  const Kernel kernel = k.take();
+  EXPECT_EQ(kernel.exprs.size(), 2u) << print(kernel) << "(the remainder %" << unused << " is dropped)";
+  EXPECT_EQ(verify(kernel), "");
+}
+
+TEST(KernelIrTest, TheTextShowsTheFrameTheExpressionsAndTheLoops) {
+  const Kernel kernel = doubling();
+  EXPECT_EQ(verify(kernel), "");
+  EXPECT_EQ(print(kernel),
+            "kernel per element (b0: f32, b1: f32 out; dims 1; scalars 0)\n"
+            "  %0 = end\n"
+            "  %1 = begin\n"
+            "  %2 = v0\n"
+            "  %3 = load f32 b0[%2]\n"
+            "  %4 = f32 2\n"
+            "  %5 = mul f32 %3, %4\n"
+            "  %6 = d0\n"
+            "  count %6\n"
+            "  for v0 in [%1, %0):\n"
+            "    store b1[%2] = %5\n");
+}
+
+TEST(KernelIrTest, TheVerifierNamesWhatIsWrong) {
+  {
+    Kernel bad = doubling();
+    bad.buffers[1].dtype = DType::Float64;
+    EXPECT_THAT(verify(bad), HasSubstr("a store of %5 to b1 of another dtype"));
+  }
+  {
+    Kernel bad = doubling();
+    bad.body[0].body.push_back(bad.body[0]);  // a loop inside itself reuses v0 ...
+    bad.body.push_back(bad.body[0].body[0]);  // ... and a store after the loop reads it
+    EXPECT_THAT(verify(bad), HasSubstr("reads v0 outside its loop"));
+  }
+  {
+    Kernel bad = doubling();
+    bad.exprs[3].operands[0] = 5;
+    EXPECT_THAT(verify(bad), HasSubstr("%3 uses %5, which does not come before it"));
+  }
+  {
+    Kernel bad = doubling();
+    bad.buffers[1].written = false;
+    EXPECT_THAT(verify(bad), HasSubstr("a store to b1, which is not an output"));
+  }
+  {
+    Kernel bad = doubling();
+    bad.exprs[2].kind = ExprKind::Dim;
+    bad.exprs[2].slot = 3;
+    EXPECT_THAT(verify(bad), HasSubstr("%2 = d3: no such dim"));
+  }
+}
+
+}  // namespace
+}  // namespace lazyjit::kir
