@@ -304,7 +304,7 @@ TEST(JitCompilerTest, CreateSucceedsAndFingerprintIsStable) {
   EXPECT_EQ((*a)->fingerprint(), (*b)->fingerprint());
   EXPECT_NE((*a)->fingerprint(), ir::Hash128{});
   EXPECT_EQ((*a)->target_description(), (*b)->target_description());
-  EXPECT_THAT((*a)->target_description(), HasSubstr("O2"));
+  EXPECT_THAT((*a)->target_description(), HasSubstr("lean"));
   EXPECT_THAT((*a)->target_description(), HasSubstr("LLVM 19"));
 }
 

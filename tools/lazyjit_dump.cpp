@@ -35,7 +35,7 @@ options:
   --emit=ir        the graph's text (default), re-printed after parsing
   --emit=kernels   its kernel plan: each kernel's kernel IR (frame, loops, loads, stores, folds)
   --emit=llvm      the LLVM IR of its fused kernels, before optimisation
-  --emit=llvm-opt  the LLVM IR after the O2 pipeline (vectorised for this CPU)
+  --emit=llvm-opt  the LLVM IR after optimisation (vectorised for this CPU)
   --emit=asm       the assembly for this CPU
   --run            compile and run it; print every result
   --seed=N         seed for the parameters the file gives no values for (default 0)

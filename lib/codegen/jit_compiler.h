@@ -1,4 +1,4 @@
-// JitCompiler: one LLJIT for the host CPU, the O2 pipeline with libmvec, and the kernel code
+// JitCompiler: one LLJIT for the host CPU, a lean optimisation pipeline with libmvec, and the kernel code
 // cache: each distinct kernel is compiled once, and graphs are lists of kernel references.
 #pragma once
 
@@ -83,10 +83,10 @@ class JitCompiler {
   int64_t loaded_graphs() const { return loaded_.load(); }
   /// Distinct kernels whose code is in memory now.
   int64_t loaded_kernels() const;
-  /// "znver4 +avx512f,... O2" for reports.
+  /// "znver4 +avx512f,... lean" for reports.
   const std::string& target_description() const { return description_; }
 
-  /// Sets the module's target and runs the O2 pipeline (loop and SLP vectorisers, libmvec).
+  /// Sets the module's target and runs the lean pipeline (the loop vectoriser with libmvec).
   void optimize(llvm::Module& module);
   /// The module's assembly for the host CPU (the module is left as it was).
   absl::StatusOr<std::string> assembly(llvm::Module& module);
@@ -96,6 +96,8 @@ class JitCompiler {
     int64_t kernels_compiled = 0;   ///< kernels LLVM optimised and emitted
     int64_t kernel_cache_hits = 0;  ///< kernels whose code was in memory already
     int64_t disk_cache_hits = 0;    ///< kernels loaded from the disk cache
+    int64_t optimize_ns = 0;        ///< LLVM's optimisation pipeline, summed over the compiling threads
+    int64_t codegen_ns = 0;         ///< machine code (instruction selection to object), likewise
     std::vector<std::string> warnings = {};  ///< damaged disk-cache files, unwritable cache
   };
   /// Text of the compiled kernels' intermediate forms, for dumps.

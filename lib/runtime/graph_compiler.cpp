@@ -80,9 +80,12 @@ absl::StatusOr<codegen::CompileCache::Entry> GraphCompiler::load_or_compile(cons
   counters_.disk_cache_hits.fetch_add(report.disk_cache_hits, std::memory_order_relaxed);
   if (report.kernels_compiled > 0) counters_.compiles.fetch_add(1, std::memory_order_relaxed);
   counters_.compile_ns.fetch_add(ns, std::memory_order_relaxed);
-  LAZYJIT_LOG(info, "compiled graph {} ({} nodes, {} kernel{}: {} compiled, {} cached, {} from disk; {:.1f} ms): {}",
+  LAZYJIT_LOG(info,
+              "compiled graph {} ({} nodes, {} kernel{}: {} compiled, {} cached, {} from disk; {:.1f} ms; LLVM thread "
+              "time: optimising {:.1f} ms, machine code {:.1f} ms): {}",
               stem, graph.nodes.size(), kernels, kernels == 1 ? "" : "s", report.kernels_compiled,
-              report.kernel_cache_hits, report.disk_cache_hits, ns / 1e6, why);
+              report.kernel_cache_hits, report.disk_cache_hits, ns / 1e6, report.optimize_ns / 1e6,
+              report.codegen_ns / 1e6, why);
   if (ns / 1e9 > options_.slow_compile_seconds && !reported_slow_.exchange(true)) {
     LAZYJIT_LOG(warn,
                 "compiling graph {} ({} nodes, {} kernels) took {:.1f} s. To cut it: call lazyjit::mark_step() at the "
