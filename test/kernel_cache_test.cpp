@@ -16,15 +16,18 @@ struct Block {
   Tensor operator()(const Tensor& x) const { return x + down(gelu(up(layer_norm(x, 1, Tensor(), Tensor(), 1e-5)))); }
 };
 
-/// The forward pass of `depth` blocks over a batch, and its loss.
+/// The forward pass of `depth` blocks over a batch, between an input projection (as a
+/// transformer's embedding) and a normalised head, and its loss.
 struct Model {
   std::vector<Block> blocks;
+  nn::Linear embed{32, 32, 77};
   nn::Linear head{32, 4, 99};
   explicit Model(int depth) {
     for (int b = 0; b < depth; ++b) blocks.emplace_back(10 * b + 1);
   }
   std::vector<Tensor> parameters() const {
     std::vector<Tensor> all = head.parameters();
+    for (const Tensor& p : embed.parameters()) all.push_back(p);
     for (const Block& b : blocks) {
       for (const Tensor& p : b.up.parameters()) all.push_back(p);
       for (const Tensor& p : b.down.parameters()) all.push_back(p);
@@ -32,9 +35,9 @@ struct Model {
     return all;
   }
   Tensor loss(const Tensor& x, const Tensor& y) const {
-    Tensor h = x;
+    Tensor h = embed(x);
     for (const Block& b : blocks) h = b(h);
-    return nn::mse_loss(head(h), y);
+    return nn::mse_loss(head(layer_norm(h, 1, Tensor(), Tensor(), 1e-5)), y);
   }
 };
 
@@ -74,6 +77,24 @@ TEST(KernelCacheTest, ANewGraphCompilesOnlyItsNewKernels) {
   EXPECT_EQ(after.kernels_compiled - before.kernels_compiled, 1);
   EXPECT_EQ(after.kernel_cache_hits - before.kernel_cache_hits, after.kernels_launched - before.kernels_launched - 1);
   EXPECT_EQ(after.compiles - before.compiles, 1);
+}
+
+// The blocks of a deep model are one set of kernels: the residual stream is stored before
+// each block (a value that merges several streams and that several ops read: the embedding's
+// product and bias, a block's input and its MLP's), so block 2's kernels read their input
+// from memory as block 1's do, and a second block compiles nothing.
+TEST(KernelCacheTest, ASecondBlockCompilesNoNewKernel) {
+  const Tensor x = batch(1, {8, 32}), y = batch(2, {8, 4});
+  Model one(1), two(2);
+  mark_step();  // the batch and the weights in memory, as a training loop has them
+  int64_t compiled = metrics().kernels_compiled;
+  EXPECT_GT(one.loss(x, y).item<float>(), 0.0f);
+  EXPECT_GT(metrics().kernels_compiled - compiled, 0);
+  compiled = metrics().kernels_compiled;
+  const int64_t hits = metrics().kernel_cache_hits;
+  EXPECT_GT(two.loss(x, y).item<float>(), 0.0f);
+  EXPECT_EQ(metrics().kernels_compiled - compiled, 0);
+  EXPECT_GT(metrics().kernel_cache_hits - hits, 0);
 }
 
 // The forward-only evaluation graph after training compiles only the kernels the step did

@@ -316,15 +316,37 @@ std::vector<bool> chain_cuts(const ir::Graph& graph) {
   const size_t n = graph.nodes.size();
   std::vector<bool> cuts(n, false);
   std::vector<int> depth(n, 0);  // ops computed in a row up to the node, within one kernel
+  std::vector<int> users(n, 0);
+  for (const auto& operands : graph.operands) {
+    for (int operand : operands) ++users[operand];
+  }
+  // The values in memory a node's kernel would read to compute it: the one such value
+  // (parameter, product, cut) when there is one, -1 for none, -2 for several. Reductions do
+  // not count: most become row stages of the kernel that reads them (x - max in softmax).
+  std::vector<int> stream(n, -1);
   for (size_t i = 0; i < n; ++i) {
     const LoweringKind kind = ir::op_info(graph.nodes[i]->op()).kind;
-    if (kind != LoweringKind::Elementwise && kind != LoweringKind::View) continue;
+    const bool stored = graph.parameter_slot[i] >= 0 || kind == LoweringKind::Matmul;
+    if (kind != LoweringKind::Elementwise && kind != LoweringKind::View) {
+      stream[i] = stored ? static_cast<int>(i) : -1;
+      continue;
+    }
     int deepest = 0;
-    for (int operand : graph.operands[i]) deepest = std::max(deepest, depth[operand]);
+    for (int operand : graph.operands[i]) {
+      deepest = std::max(deepest, depth[operand]);
+      const int s = stream[operand];
+      if (s == -1 || s == stream[i]) continue;
+      stream[i] = stream[i] == -1 ? s : -2;
+    }
     depth[i] = deepest + 1;
-    if (depth[i] >= kMaxFusedDepth) {
+    // A value that merges several streams (a residual stream: x + attention + MLP) and that
+    // several ops read is stored once: recomputed, every later kernel would recompute the
+    // whole sum, and the kernels of equal transformer blocks would differ by their depth.
+    const bool merges = kind == LoweringKind::Elementwise && stream[i] == -2 && users[i] >= 2;
+    if (depth[i] >= kMaxFusedDepth || merges) {
       cuts[i] = true;
       depth[i] = 0;  // read back from memory by its users
+      stream[i] = static_cast<int>(i);
     }
   }
   return cuts;
