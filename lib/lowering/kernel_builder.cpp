@@ -155,14 +155,13 @@ void build_elementwise(KernelContext& c) {
 
 kir::Kernel build_kernel(const ir::Graph& graph, const KernelPlan& plan, KernelSpec& spec, std::span<const Alias> aliases) {
   KernelContext c(graph, plan, spec, aliases);
-  static constexpr const char* kPerIteration[] = {"element", "row", "panel", "panel", "tile"};
-  c.k.kernel().kind = kPerIteration[static_cast<int>(spec.kind)];
+  std::string& per = c.k.kernel().kind;  // what one iteration of the parallel loop is
   switch (spec.kind) {
-    case KernelKind::Elementwise: build_elementwise(c); break;
-    case KernelKind::Rows: build_rows(c); break;
-    case KernelKind::PackA: build_pack(c, /*left=*/true); break;
-    case KernelKind::PackB: build_pack(c, /*left=*/false); break;
-    case KernelKind::Matmul: build_matmul(c); break;
+    case KernelKind::Elementwise: per = "element"; build_elementwise(c); break;
+    case KernelKind::Rows: per = "row"; build_rows(c); break;
+    case KernelKind::PackA: per = "panel"; build_pack(c, /*left=*/true); break;
+    case KernelKind::PackB: per = "panel"; build_pack(c, /*left=*/false); break;
+    case KernelKind::Matmul: per = "tile"; build_matmul(c); break;
   }
   c.v.finish();
   return c.k.take();
