@@ -1,11 +1,11 @@
 // Per-op scalar code. Must agree with ir/scalar_semantics.h (the differential tests check it).
 #include "lowering/elementwise.h"
 
-#include <cassert>
 #include <cmath>
 
 #include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/Module.h"
+#include "lowering/internal_error.h"
 
 namespace lazyjit::lowering {
 
@@ -125,8 +125,7 @@ Value* emit_compare(IRBuilder<>& b, OpKind op, DType dtype, Value* x, Value* y) 
     if (is_floating(dtype)) return b.CreateFCmp(row.f, x, y);
     return b.CreateICmp(dtype == DType::Bool ? row.u : row.s, x, y);
   }
-  assert(false && "emit_compare: not a comparison");
-  return nullptr;
+  internal_error("emit_compare: not a comparison");
 }
 
 Value* emit_bool(IRBuilder<>& b, OpKind op, std::span<Value* const> a) {
@@ -134,7 +133,7 @@ Value* emit_bool(IRBuilder<>& b, OpKind op, std::span<Value* const> a) {
     case OpKind::Add: case OpKind::Maximum: case OpKind::LogicalOr: return b.CreateOr(a[0], a[1]);
     case OpKind::Mul: case OpKind::Minimum: case OpKind::LogicalAnd: return b.CreateAnd(a[0], a[1]);
     case OpKind::LogicalNot: return b.CreateNot(a[0]);
-    default: assert(false && "emit_bool: op has no bool lowering (the builder admits no such node)"); return nullptr;
+    default: internal_error("emit_bool: op has no bool lowering (the builder admits no such node)");
   }
 }
 
@@ -155,7 +154,7 @@ Value* emit_int(IRBuilder<>& b, OpKind op, std::span<Value* const> a) {
       Value* t = b.CreateSelect(b.CreateICmpSLT(a[0], a[1]), a[1], a[0]);
       return b.CreateSelect(b.CreateICmpSGT(t, a[2]), a[2], t);
     }
-    default: assert(false && "emit_int: op has no integer lowering (the builder admits no such node)"); return nullptr;
+    default: internal_error("emit_int: op has no integer lowering (the builder admits no such node)");
   }
 }
 
@@ -191,7 +190,7 @@ Value* emit_float(IRBuilder<>& b, OpKind op, std::span<Value* const> a) {
       Value* erf = libm_call(b, "erf", b.CreateFMul(x, fconst(x, M_SQRT1_2)));
       return b.CreateFMul(b.CreateFMul(x, fconst(x, 0.5)), b.CreateFAdd(fconst(x, 1.0), erf));
     }
-    default: assert(false && "emit_float: op has no float lowering (the builder admits no such node)"); return nullptr;
+    default: internal_error("emit_float: op has no float lowering (the builder admits no such node)");
   }
 }
 

@@ -115,8 +115,8 @@ class Planner {
   /// the kernel also reaches them (a transpose of a softmax evaluates the softmax's nodes at
   /// other elements: a stage read there would give another row's value, and a donated buffer
   /// read there may already be overwritten).
-  std::vector<bool> direct(const KernelSpec& spec) const {
-    const std::vector<bool> in = region(spec);
+  /// `in` is the kernel's region.
+  std::vector<bool> direct(const KernelSpec& spec, const std::vector<bool>& in) const {
     std::vector<bool> elsewhere(n_, false);
     for (int i = n_; i-- > 0;) {  // users before their operands
       if (!in[i] || !computes(spec, i)) continue;
@@ -145,8 +145,8 @@ class Planner {
   /// evaluated by k alone, at the element index, or is one of k's stages.
   bool readers_all_in(size_t k, int b) const {
     const KernelSpec& spec = drafts_[k].spec;
-    const std::vector<bool> at_element = direct(spec);
     const std::vector<bool> mine = region(spec);
+    const std::vector<bool> at_element = direct(spec, mine);
     for (size_t other = 0; other < drafts_.size(); ++other) {
       if (other == k || !drafts_[other].alive || drafts_[other].owner == b) continue;
       const std::vector<bool> theirs = region(drafts_[other].spec);
@@ -236,7 +236,7 @@ class Planner {
 
   void describe_reads(KernelSpec& spec) const {
     const std::vector<bool> in = region(spec);
-    const std::vector<bool> at_element = direct(spec);
+    const std::vector<bool> at_element = direct(spec, in);
     spec.collapsed = spec.kind == KernelKind::Elementwise;
     for (int i = 0; i < n_; ++i) {
       if (!in[i]) continue;

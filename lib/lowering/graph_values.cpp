@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "llvm/Support/ErrorHandling.h"
 #include "lowering/fusion.h"
+#include "lowering/internal_error.h"
 
 namespace lazyjit::lowering {
 
@@ -141,7 +141,7 @@ Id GraphValues::compute(int node, const Index& index) {
     default: break;
   }
   // Reductions and products are stages, bound values or buffers, never recomputed here.
-  llvm_unreachable("lowering: a reduction or product evaluated in a kernel that does not hold it");
+  internal_error(std::string(ir::op_name(n.op())) + " evaluated in a kernel that does not hold it");
 }
 
 Id GraphValues::view(int node, const Index& index) {
@@ -186,7 +186,7 @@ Id GraphValues::view(int node, const Index& index) {
     }
     default: break;
   }
-  llvm_unreachable("lowering: unknown view");
+  internal_error("unknown view " + std::string(ir::op_name(n.op())));
 }
 
 }  // namespace lazyjit::lowering

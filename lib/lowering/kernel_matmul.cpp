@@ -2,8 +2,8 @@
 // fused epilogue.
 #include <vector>
 
-#include "llvm/Support/ErrorHandling.h"
 #include "lowering/fusion.h"
+#include "lowering/internal_error.h"
 #include "lowering/kernel_context.h"
 
 namespace lazyjit::lowering {
@@ -129,7 +129,7 @@ class Matmul {
     for (size_t t = 0; t < c.plan.temps.size(); ++t) {
       if (c.plan.temps[t].kind == kind && c.plan.temps[t].node == c.spec.domain) return static_cast<int>(t);
     }
-    if (kind == TempBuffer::Kind::PackedB) llvm_unreachable("lowering: matmul without its packed operand");
+    if (kind == TempBuffer::Kind::PackedB) internal_error("a matmul without its packed operand");
     return -1;
   }
 

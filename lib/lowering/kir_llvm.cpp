@@ -8,6 +8,7 @@
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
 #include "lowering/elementwise.h"
+#include "lowering/internal_error.h"
 #include "lowering/kernel_abi.h"
 
 namespace lazyjit::lowering {
@@ -160,7 +161,7 @@ class Emitter {
         return emit_random(b_, static_cast<ir::OpKind>(e.op), e.dtype, value(e.operands[0]), value(e.operands[1]));
       default: break;
     }
-    llvm::report_fatal_error("kernel IR: an expression the emitter does not know");
+    internal_error("the kernel IR emitter met an expression it does not know");
   }
 
   Value* index(kir::IndexOp op, Value* x, Value* y) {
@@ -243,12 +244,10 @@ class Emitter {
     return next;
   }
 
-  /// for (v = lo; v < hi; ++v): values first computed in the body are forgotten after it.
-  void loop(const Stmt& s) {
-    Value* lo = value(s.lo);
-    Value* hi = value(s.hi);
+  /// for (i = lo; i < hi; ++i) body(i), at the builder's position; leaves the builder after it.
+  template <class F>
+  void counted_loop(Value* lo, Value* hi, const std::string& name, F&& body) {
     llvm::BasicBlock* before = b_.GetInsertBlock();
-    const std::string name = "v" + std::to_string(s.slot);
     auto* header = llvm::BasicBlock::Create(ctx_, name, body_);
     auto* loop_body = llvm::BasicBlock::Create(ctx_, name + ".body", body_);
     auto* exit = llvm::BasicBlock::Create(ctx_, name + ".exit", body_);
@@ -258,14 +257,21 @@ class Emitter {
     i->addIncoming(lo, before);
     b_.CreateCondBr(b_.CreateICmpSLT(i, hi), loop_body, exit);
     b_.SetInsertPoint(loop_body);
-    vars_[s.slot] = i;
-    const size_t mark = trail_.size();
-    body(s.body);
-    for (size_t t = mark; t < trail_.size(); ++t) values_[trail_[t]] = nullptr;
-    trail_.resize(mark);  // (what the body wrote was forgotten by its writes)
+    body(i);
     i->addIncoming(b_.CreateAdd(i, i64(1), name + ".next", /*HasNUW=*/true, /*HasNSW=*/true), b_.GetInsertBlock());
     b_.CreateBr(header);
     b_.SetInsertPoint(exit);
+  }
+
+  /// A For: values first computed in its body are forgotten after it.
+  void loop(const Stmt& s) {
+    counted_loop(value(s.lo), value(s.hi), "v" + std::to_string(s.slot), [&](Value* i) {
+      vars_[s.slot] = i;
+      const size_t mark = trail_.size();
+      body(s.body);
+      for (size_t t = mark; t < trail_.size(); ++t) values_[trail_[t]] = nullptr;
+      trail_.resize(mark);  // (what the body wrote was forgotten by its writes)
+    });
   }
 
   /// MR rows by NR columns of accumulators (two vectors per row) over all of K, then the
@@ -284,39 +290,27 @@ class Emitter {
     Value* b_base = value(m.b_base);
     std::vector<Value*> a_rows;
     for (Id r : m.a_rows) a_rows.push_back(value(r));
-    Value* k = value(m.k);
-    llvm::BasicBlock* before = b_.GetInsertBlock();
-    auto* header = llvm::BasicBlock::Create(ctx_, "kk", body_);
-    auto* loop_body = llvm::BasicBlock::Create(ctx_, "kk.body", body_);
-    auto* exit = llvm::BasicBlock::Create(ctx_, "kk.exit", body_);
-    b_.CreateBr(header);
-    b_.SetInsertPoint(header);
-    llvm::PHINode* kk = b_.CreatePHI(b_.getInt64Ty(), 2, "kk");
-    kk->addIncoming(i64(0), before);
-    b_.CreateCondBr(b_.CreateICmpSLT(kk, k), loop_body, exit);
-    b_.SetInsertPoint(loop_body);
-    Value* b_row = b_.CreateAdd(b_base, b_.CreateMul(kk, i64(tiling.nr)));
-    Value* bv[2];
-    for (int half = 0; half < 2; ++half) {
-      Value* p = b_.CreateInBoundsGEP(scalar, body_->getArg(m.b), b_.CreateAdd(b_row, i64(half * lanes)));
-      bv[half] = b_.CreateAlignedLoad(vector, p, llvm::Align(64));
-    }
-    Value* a_row = m.packed_a ? b_.CreateAdd(a_rows[0], b_.CreateMul(kk, i64(tiling.mr))) : nullptr;
-    for (int64_t r = 0; r < tiling.mr; ++r) {
-      Value* at = m.packed_a ? b_.CreateAdd(a_row, i64(r)) : b_.CreateAdd(a_rows[r], kk);
-      Value* a = b_.CreateLoad(scalar, b_.CreateInBoundsGEP(scalar, body_->getArg(m.a), at));
-      Value* splat = b_.CreateVectorSplat(static_cast<unsigned>(lanes), a);
+    counted_loop(i64(0), value(m.k), "kk", [&](Value* kk) {
+      Value* b_row = b_.CreateAdd(b_base, b_.CreateMul(kk, i64(tiling.nr)));
+      Value* bv[2];
       for (int half = 0; half < 2; ++half) {
-        llvm::AllocaInst* slot = accumulators_[r * 2 + half];
-        Value* sum = b_.CreateLoad(vector, slot);
-        sum = floating ? b_.CreateIntrinsic(llvm::Intrinsic::fma, {vector}, {splat, bv[half], sum})
-                       : b_.CreateAdd(b_.CreateMul(splat, bv[half]), sum);
-        b_.CreateStore(sum, slot);
+        Value* p = b_.CreateInBoundsGEP(scalar, body_->getArg(m.b), b_.CreateAdd(b_row, i64(half * lanes)));
+        bv[half] = b_.CreateAlignedLoad(vector, p, llvm::Align(64));
       }
-    }
-    kk->addIncoming(b_.CreateAdd(kk, i64(1), "kk.next", true, true), b_.GetInsertBlock());
-    b_.CreateBr(header);
-    b_.SetInsertPoint(exit);
+      Value* a_row = m.packed_a ? b_.CreateAdd(a_rows[0], b_.CreateMul(kk, i64(tiling.mr))) : nullptr;
+      for (int64_t r = 0; r < tiling.mr; ++r) {
+        Value* at = m.packed_a ? b_.CreateAdd(a_row, i64(r)) : b_.CreateAdd(a_rows[r], kk);
+        Value* a = b_.CreateLoad(scalar, b_.CreateInBoundsGEP(scalar, body_->getArg(m.a), at));
+        Value* splat = b_.CreateVectorSplat(static_cast<unsigned>(lanes), a);
+        for (int half = 0; half < 2; ++half) {
+          llvm::AllocaInst* slot = accumulators_[r * 2 + half];
+          Value* sum = b_.CreateLoad(vector, slot);
+          sum = floating ? b_.CreateIntrinsic(llvm::Intrinsic::fma, {vector}, {splat, bv[half], sum})
+                         : b_.CreateAdd(b_.CreateMul(splat, bv[half]), sum);
+          b_.CreateStore(sum, slot);
+        }
+      }
+    });
     for (int64_t i = 0; i < 2 * tiling.mr; ++i) {
       Value* p = b_.CreateConstInBoundsGEP1_64(scalar, locals_[m.tile], i * lanes);
       b_.CreateAlignedStore(b_.CreateLoad(vector, accumulators_[i]), p, llvm::Align(64));

@@ -5,6 +5,7 @@
 
 #include "llvm/Support/raw_ostream.h"
 #include "lowering/fusion.h"
+#include "lowering/internal_error.h"
 #include "lowering/kernel_builder.h"
 #include "lowering/kir_llvm.h"
 
@@ -17,7 +18,7 @@ LoweredGraph lower_graph(const ir::Graph& graph, std::span<const Alias> aliases)
     LoweredKernel& kernel = lowered.kernels.emplace_back();
     kernel.kir = build_kernel(graph, lowered.plan, spec, aliases);
     if (const std::string problem = kir::verify(kernel.kir); !problem.empty()) {
-      llvm::report_fatal_error(llvm::Twine("lowering built invalid kernel IR: ") + problem + "\n" + kir::print(kernel.kir));
+      internal_error("invalid kernel IR: " + problem + "\n" + kir::print(kernel.kir));
     }
     kernel.content = ir::hash_bytes(kir::print(kernel.kir));
     spec.symbol = "lj_" + kernel.content.to_hex();
