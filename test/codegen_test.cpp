@@ -347,15 +347,17 @@ std::vector<std::shared_ptr<HostData>> run(const ir::Graph& graph, const Compile
   std::vector<ir::ScalarValue> scalars;
   for (int s : graph.scalars) scalars.push_back(graph.nodes[s]->scalar());
   buffers.push_back(scalars.data());
+  const std::vector<int64_t> shapes = lowering::shape_table(graph);
+  std::vector<int64_t> sizes;
+  code.plan().sizes.evaluate(shapes.data(), sizes);
   std::vector<std::vector<uint8_t>> temps;
   for (const lowering::TempBuffer& temp : code.plan().temps) {
-    temps.emplace_back(lowering::temp_bytes(graph, temp) + 64);
+    temps.emplace_back(sizes[temp.bytes] + 64);
     buffers.push_back(temps.back().data() + (64 - reinterpret_cast<uintptr_t>(temps.back().data()) % 64) % 64);
   }
-  const std::vector<int64_t> shapes = lowering::shape_table(graph);
   lowering::BoundFrame frame;
   for (size_t k = 0; k < code.kernels().size(); ++k) {
-    const int64_t n = lowering::launch_of(graph, code.kernels()[k]).count;
+    const int64_t n = sizes[code.kernels()[k].count];
     const int64_t mid = std::min(split, n);
     lowering::bind_frame(code.kernels()[k].frame, buffers.data(), shapes.data(), scalars.data(), frame);
     if (mid > 0) code.function(k)(frame.args.data(), frame.dims.data(), 0, mid);

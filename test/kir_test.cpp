@@ -19,6 +19,7 @@ Kernel doubling() {
   });
   k.kernel().kind = "element";
   k.kernel().count = k.dim(k.new_dim());
+  k.kernel().work = k.index(1);
   return k.take();
 }
 
@@ -32,6 +33,7 @@ TEST(KernelIrTest, ExpressionsAreSharedFoldedAndDeadOnesDropped) {
   EXPECT_EQ(k.mul(d, d), k.mul(d, d));  // one expression
   const Id unused = k.rem(d, k.index(3));
   k.kernel().count = k.mul(d, d);
+  k.kernel().work = d;
   const Kernel kernel = k.take();
   EXPECT_EQ(kernel.exprs.size(), 2u) << print(kernel) << "(the remainder %" << unused << " is dropped)";
   EXPECT_EQ(verify(kernel), "");
@@ -49,7 +51,8 @@ TEST(KernelIrTest, TheTextShowsTheFrameTheExpressionsAndTheLoops) {
             "  %4 = f32 2\n"
             "  %5 = mul f32 %3, %4\n"
             "  %6 = d0\n"
-            "  count %6\n"
+            "  %7 = 1\n"
+            "  count %6 work %7\n"
             "  for v0 in [%1, %0):\n"
             "    store b1[%2] = %5\n");
 }

@@ -25,8 +25,6 @@ std::vector<int> folded_dims(const ir::Node& node) {
   return std::vector<int>(node.attrs().begin(), node.attrs().end());
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 /// Whether matmul `product` packs its left operand (a PackA kernel). An operand already in
 /// memory (a parameter, a boundary, a cut) is read in place by the Matmul kernel instead:
 /// rows of A are contiguous. One that is computed is packed as it is evaluated.
@@ -231,6 +229,7 @@ class Planner {
       describe_reads(spec);
       plan.kernels.push_back(std::move(spec));
     }
+    plan_temp_sizes(graph_, plan);
     return plan;
   }
 
@@ -370,55 +369,34 @@ std::vector<int64_t> shape_table(const ir::Graph& graph) {
   return table;
 }
 
-namespace {
-
-struct MatmulDims {
-  int64_t a_batch, b_batch, out_batch, m, n, k;
-};
-
-MatmulDims matmul_dims(const ir::Graph& graph, int node) {
-  const ir::Node& product = *graph.nodes[node];
-  const ir::Shape& a = product.operand(0).shape();
-  const ir::Shape& b = product.operand(1).shape();
-  const ir::Shape& out = product.shape();
-  return {ir::numel(std::span(a).first(a.size() - 2)), ir::numel(std::span(b).first(b.size() - 2)),
-          ir::numel(std::span(out).first(out.size() - 2)), a[a.size() - 2], b[b.size() - 1], a[a.size() - 1]};
-}
-
-}  // namespace
-
-Launch launch_of(const ir::Graph& graph, const KernelSpec& kernel) {
-  const ir::Node& domain = *graph.nodes[kernel.domain];
-  switch (kernel.kind) {
-    case KernelKind::Elementwise: return {ir::numel(domain.shape()), 1};
-    case KernelKind::Rows: {
-      int64_t rows = 1, row = 1;
-      for (int d = 0; d < domain.rank(); ++d) {
-        const bool folded = std::find(kernel.reduced.begin(), kernel.reduced.end(), d) != kernel.reduced.end();
-        (folded ? row : rows) *= domain.shape()[d];
-      }
-      return {rows, row * static_cast<int64_t>(kernel.stages.size() + 1)};
+void plan_temp_sizes(const ir::Graph& graph, KernelPlan& plan) {
+  using Op = SizeProgram::Op;
+  SizeProgram& p = plan.sizes;
+  const std::vector<int> offsets = shape_offsets(graph);
+  auto numel = [&](int node, int from, int to) {
+    int product = p.constant(1);
+    for (int d = from; d < to; ++d) product = p.apply(Op::Mul, product, p.dim(offsets[node] + d));
+    return product;
+  };
+  for (TempBuffer& temp : plan.temps) {
+    const ir::Node& node = *graph.nodes[temp.node];
+    const int element = p.constant(dtype_size(node.dtype()));
+    if (temp.kind == TempBuffer::Kind::Value) {
+      temp.bytes = p.apply(Op::Mul, numel(temp.node, 0, node.rank()), element);
+      continue;
     }
-    default: break;
+    // A packed operand: per batch, whole panels of MR rows (or NR columns), each K long.
+    const bool left = temp.kind == TempBuffer::Kind::PackedA;
+    const int operand = graph.operands[temp.node][left ? 0 : 1];
+    const int rank = graph.nodes[operand]->rank();
+    const MatmulTiling tile = matmul_tiling(dtype_size(node.dtype()));
+    const int width = p.constant(left ? tile.mr : tile.nr);
+    const int extent = p.dim(offsets[operand] + (left ? rank - 2 : rank - 1));
+    const int k = p.dim(offsets[operand] + (left ? rank - 1 : rank - 2));
+    const int panels = p.apply(Op::Div, p.apply(Op::Add, extent, p.constant((left ? tile.mr : tile.nr) - 1)), width);
+    const int panel = p.apply(Op::Mul, p.apply(Op::Mul, width, k), element);
+    temp.bytes = p.apply(Op::Mul, p.apply(Op::Mul, numel(operand, 0, rank - 2), panels), panel);
   }
-  const MatmulDims dims = matmul_dims(graph, kernel.domain);
-  const MatmulTiling tile = matmul_tiling(dtype_size(domain.dtype()));
-  switch (kernel.kind) {
-    case KernelKind::PackA: return {dims.a_batch * ceil_div(dims.m, tile.mr), tile.mr * dims.k};
-    case KernelKind::PackB: return {dims.b_batch * ceil_div(dims.n, tile.nr), tile.nr * dims.k};
-    default:
-      return {dims.out_batch * ceil_div(dims.m, tile.mb) * ceil_div(dims.n, tile.nr), tile.mb * tile.nr * std::max<int64_t>(dims.k, 1)};
-  }
-}
-
-int64_t temp_bytes(const ir::Graph& graph, const TempBuffer& temp) {
-  const ir::Node& node = *graph.nodes[temp.node];
-  const int64_t size = dtype_size(node.dtype());
-  if (temp.kind == TempBuffer::Kind::Value) return ir::numel(node.shape()) * size;
-  const MatmulDims dims = matmul_dims(graph, temp.node);
-  const MatmulTiling tile = matmul_tiling(size);
-  if (temp.kind == TempBuffer::Kind::PackedA) return dims.a_batch * ceil_div(dims.m, tile.mr) * tile.mr * dims.k * size;
-  return dims.b_batch * ceil_div(dims.n, tile.nr) * tile.nr * dims.k * size;
 }
 
 }  // namespace lazyjit::lowering

@@ -43,15 +43,7 @@ std::vector<bool> chain_cuts(const ir::Graph& graph);
 std::vector<int64_t> shape_table(const ir::Graph& graph);
 std::vector<int> shape_offsets(const ir::Graph& graph);
 
-/// How the runtime launches `kernel`: its iteration count and the work of one iteration (in
-/// elements), for the decision to run inline or split among threads.
-struct Launch {
-  int64_t count;
-  int64_t work;
-};
-Launch launch_of(const ir::Graph& graph, const KernelSpec& kernel);
-
-/// The bytes of temporary buffer `temp`.
-int64_t temp_bytes(const ir::Graph& graph, const TempBuffer& temp);
+/// Adds each temporary's size to `plan.sizes` (TempBuffer::bytes): part of planning.
+void plan_temp_sizes(const ir::Graph& graph, KernelPlan& plan);
 
 }  // namespace lazyjit::lowering

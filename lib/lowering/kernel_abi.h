@@ -54,6 +54,57 @@ inline void bind_frame(const KernelFrame& frame, void* const* buffers, const int
   for (size_t i = 0; i < frame.dims.size(); ++i) bound.dims[i] = shapes[frame.dims[i]];
 }
 
+/// Integer arithmetic over a graph's shape table: a plan's launch geometry (from each
+/// kernel's kernel IR) and its temporaries' sizes. Concrete dims are not in the graph key,
+/// so the runtime evaluates it once per run, without the graph. Steps come after their
+/// operands; values are counts and sizes (never negative), so Div is plain division.
+class SizeProgram {
+ public:
+  enum class Op : uint8_t { Const, Dim, Add, Sub, Mul, Div, Rem, Min, Max };
+
+  int constant(int64_t value) { return push({Op::Const, value, 0}); }
+  /// Entry `offset` of the shape table.
+  int dim(int offset) { return push({Op::Dim, offset, 0}); }
+  int apply(Op op, int a, int b) { return push({op, a, b}); }
+  int size() const { return static_cast<int>(steps_.size()); }
+
+  /// Every step's value over `shapes`, into `values` (kept across calls to reuse its memory).
+  void evaluate(const int64_t* shapes, std::vector<int64_t>& values) const {
+    values.resize(steps_.size());
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      const Step& s = steps_[i];
+      if (s.op == Op::Const || s.op == Op::Dim) {
+        values[i] = s.op == Op::Const ? s.a : shapes[s.a];
+        continue;
+      }
+      const int64_t a = values[s.a], b = values[s.b];
+      switch (s.op) {
+        case Op::Const:
+        case Op::Dim: break;
+        case Op::Add: values[i] = a + b; break;
+        case Op::Sub: values[i] = a - b; break;
+        case Op::Mul: values[i] = a * b; break;
+        case Op::Div: values[i] = b == 0 ? 0 : a / b; break;
+        case Op::Rem: values[i] = b == 0 ? 0 : a % b; break;
+        case Op::Min: values[i] = a < b ? a : b; break;
+        case Op::Max: values[i] = a < b ? b : a; break;
+      }
+    }
+  }
+
+ private:
+  struct Step {
+    Op op;
+    int64_t a;  ///< Const: the value; Dim: the shape-table offset; else a step
+    int b;      ///< a step (unused by Const and Dim)
+  };
+  int push(Step step) {
+    steps_.push_back(step);
+    return static_cast<int>(steps_.size()) - 1;
+  }
+  std::vector<Step> steps_;
+};
+
 enum class KernelKind : uint8_t {
   Elementwise,  ///< one iteration per element of the domain
   Rows,         ///< one iteration per row: the domain's elements that agree outside `reduced`;
@@ -79,6 +130,8 @@ struct KernelSpec {
   int cut = -1;                     ///< Elementwise: the node of a long chain this kernel stores for
                                     ///< later kernels (a temporary), instead of results
   KernelFrame frame = {};           ///< its arguments: filled when its kernel IR is built
+  int count = -1;                   ///< iterations of its parallel loop: a step of KernelPlan::sizes,
+  int work = -1;                    ///< and the elements of work in one (from its kernel IR)
 };
 
 /// A buffer the runtime allocates for one run of the graph, for values kernels pass on.
@@ -86,6 +139,7 @@ struct TempBuffer {
   enum class Kind : uint8_t { Value, PackedA, PackedB };
   Kind kind;
   int node;  ///< Value: the node stored; packed: the matmul whose operand it holds
+  int bytes = -1;  ///< its size: a step of KernelPlan::sizes
 };
 
 /// The kernels of a graph in the order they run, and the temporaries between them.
@@ -95,6 +149,7 @@ struct KernelPlan {
   std::vector<int> buffer_of;  ///< per node: the buffer later kernels read its value from, or -1
   std::vector<bool> cuts;      ///< per node: an elementwise or view node stored by a kernel of its
                                ///< own, so that no kernel computes a chain deeper than kMaxFusedDepth
+  SizeProgram sizes;           ///< launch geometry and temporary sizes over the shape table
 };
 
 /// The deepest chain of elementwise and view ops one kernel computes; a deeper one is cut

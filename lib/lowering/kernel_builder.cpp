@@ -151,6 +151,7 @@ void build_elementwise(KernelContext& c) {
   Elementwise builder(c);
   c.spec.collapsed ? builder.collapsed() : builder.elementwise();
   c.k.kernel().count = c.v.numel(c.spec.domain, 0, c.node(c.spec.domain).rank());
+  c.k.kernel().work = c.i64(1);
 }
 
 kir::Kernel build_kernel(const ir::Graph& graph, const KernelPlan& plan, KernelSpec& spec, std::span<const Alias> aliases) {

@@ -75,6 +75,7 @@ class Matmul {
     });
     const Id batch = c.v.numel(operand, 0, rank - 2);
     c.k.kernel().count = c.k.mul(batch, panels);
+    c.k.kernel().work = c.k.mul(g.k, c.i64(width));
   }
 
   /// Tiles of MB rows by NR columns: each MR-row block accumulates over all of K in
@@ -122,6 +123,7 @@ class Matmul {
       });
     });
     c.k.kernel().count = c.k.mul(c.k.mul(c.v.numel(g.product, 0, g.rank - 2), row_blocks), col_panels);
+    c.k.kernel().work = c.k.mul(c.k.max(g.k, c.i64(1)), c.i64(g.tile.mb * g.tile.nr));
   }
 
   /// The temporary holding this product's packed operand, or -1 (A read in place).

@@ -46,8 +46,13 @@ class Rows {
     for (int k = 0; k < rank; ++k) {
       if (!std::binary_search(c.spec.reduced.begin(), c.spec.reduced.end(), k)) kept.push_back(k);
     }
-    Id count = c.i64(1);
-    for (int k : kept) count = c.k.mul(count, c.v.dim(d, k));
+    Id count = c.i64(1), row = c.i64(1);
+    for (int k = 0; k < rank; ++k) {
+      Id& product = std::binary_search(c.spec.reduced.begin(), c.spec.reduced.end(), k) ? row : count;
+      product = c.k.mul(product, c.v.dim(d, k));
+    }
+    // One pass over the row per stage, and one to store.
+    c.k.kernel().work = c.k.mul(row, c.i64(static_cast<int64_t>(c.spec.stages.size()) + 1));
     if (folds_columns(kept)) {
       columns(kept);
       c.k.kernel().count = count;

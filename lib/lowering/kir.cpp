@@ -36,7 +36,9 @@ Kernel Builder::take() {
   std::vector<bool> live(k.exprs.size(), false);
   auto mark = [&](Id& id) { live[id] = true; };
   for_each_use(k.body, mark);
-  if (k.count != kNone) live[k.count] = true;
+  for (Id launch : {k.count, k.work}) {
+    if (launch != kNone) live[launch] = true;
+  }
   for (size_t i = k.exprs.size(); i-- > 0;) {
     if (!live[i]) continue;
     for (Id o : k.exprs[i].operands) live[o] = true;
@@ -51,7 +53,9 @@ Kernel Builder::take() {
   }
   k.exprs = std::move(kept);
   for_each_use(k.body, [&](Id& id) { id = renumbered[id]; });
-  if (k.count != kNone) k.count = renumbered[k.count];
+  for (Id* launch : {&k.count, &k.work}) {
+    if (*launch != kNone) *launch = renumbered[*launch];
+  }
   ids_.clear();
   return std::move(kernel_);
 }
@@ -260,7 +264,7 @@ std::string print(const Kernel& kernel) {
                            : fmt::format("  local l{}: {}[{}]\n", l, type_name(local.dtype), local.size);
   }
   for (size_t i = 0; i < kernel.exprs.size(); ++i) out += fmt::format("  %{} = {}\n", i, expr_text(kernel.exprs[i]));
-  out += fmt::format("  count %{}\n", kernel.count);
+  out += fmt::format("  count %{} work %{}\n", kernel.count, kernel.work);
   print_body(kernel.body, 1, out);
   return out;
 }
@@ -274,6 +278,7 @@ class Verifier {
   std::string run() {
     for (size_t i = 0; i < k_.exprs.size() && error_.empty(); ++i) expr(static_cast<Id>(i));
     if (error_.empty()) index_use(k_.count, "the count");
+    if (error_.empty()) index_use(k_.work, "the work");
     if (error_.empty()) body(k_.body);
     return error_;
   }

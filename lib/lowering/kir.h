@@ -105,7 +105,8 @@ struct Kernel {
   std::vector<Local> locals;
   int num_vars = 0;
   std::vector<Expr> exprs;
-  Id count = kNone;           ///< iterations of the parallel loop, over dims and scalars
+  Id count = kNone;           ///< iterations of the parallel loop, over dims
+  Id work = kNone;            ///< elements of work in one iteration (the runtime's split hint)
   std::vector<Stmt> body;     ///< runs iterations [Begin, End) of it
 };
 

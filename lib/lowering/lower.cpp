@@ -1,6 +1,7 @@
 // Graph to kernel IR, and kernel IR to LLVM modules.
 #include "lowering/lower.h"
 
+#include "absl/container/flat_hash_map.h"
 #include "fmt/format.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -11,9 +12,41 @@
 
 namespace lazyjit::lowering {
 
+namespace {
+
+/// Adds `e`, an expression of `kernel` over its dims and constants (its count or work), to
+/// `sizes`, its dims bound to the shape-table entries `frame` names. Returns its step.
+int size_step(const kir::Kernel& kernel, kir::Id e, const KernelFrame& frame, SizeProgram& sizes,
+              absl::flat_hash_map<kir::Id, int>& steps) {
+  if (auto found = steps.find(e); found != steps.end()) return found->second;
+  const kir::Expr& x = kernel.exprs[e];
+  int step = -1;
+  switch (x.kind) {
+    case kir::ExprKind::Const: step = sizes.constant(x.bits); break;
+    case kir::ExprKind::Dim: step = sizes.dim(frame.dims[x.slot]); break;
+    case kir::ExprKind::Index: {
+      using Op = SizeProgram::Op;
+      static constexpr Op kOps[] = {Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Rem, Op::Min, Op::Max};
+      const int a = size_step(kernel, x.operands[0], frame, sizes, steps);
+      const int b = size_step(kernel, x.operands[1], frame, sizes, steps);
+      step = sizes.apply(kOps[x.op], a, b);
+      break;
+    }
+    default: internal_error(fmt::format("a kernel's count or work reads %{}, which is not index arithmetic over dims", e));
+  }
+  steps.emplace(e, step);
+  return step;
+}
+
+}  // namespace
+
 LoweredGraph lower_graph(const ir::Graph& graph, std::span<const Alias> aliases) {
+  return lower_graph(graph, plan_kernels(graph, symbol_prefix(graph)), aliases);
+}
+
+LoweredGraph lower_graph(const ir::Graph& graph, KernelPlan plan, std::span<const Alias> aliases) {
   LoweredGraph lowered;
-  lowered.plan = plan_kernels(graph, symbol_prefix(graph));
+  lowered.plan = std::move(plan);
   for (KernelSpec& spec : lowered.plan.kernels) {
     LoweredKernel& kernel = lowered.kernels.emplace_back();
     kernel.kir = build_kernel(graph, lowered.plan, spec, aliases);
@@ -22,6 +55,9 @@ LoweredGraph lower_graph(const ir::Graph& graph, std::span<const Alias> aliases)
     }
     kernel.content = ir::hash_bytes(kir::print(kernel.kir));
     spec.symbol = "lj_" + kernel.content.to_hex();
+    absl::flat_hash_map<kir::Id, int> steps;
+    spec.count = size_step(kernel.kir, kernel.kir.count, spec.frame, lowered.plan.sizes, steps);
+    spec.work = size_step(kernel.kir, kernel.kir.work, spec.frame, lowered.plan.sizes, steps);
   }
   return lowered;
 }

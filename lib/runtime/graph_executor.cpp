@@ -123,15 +123,18 @@ void GraphExecutor::execute(const ir::Graph& graph, const codegen::CompiledGraph
   scalars.reserve(graph.scalars.size());
   for (int n : graph.scalars) scalars.push_back(graph.nodes[n]->scalar());
   buffers[lowering::scalar_table_index(num_parameters, num_results)] = scalars.data();
+  // The plan's launch geometry and temporary sizes for this run's dims.
+  const std::vector<int64_t> shapes = lowering::shape_table(graph);
+  std::vector<int64_t> sizes;
+  plan.sizes.evaluate(shapes.data(), sizes);
   // Temporaries live for this run only; the caching allocator hands the same blocks back
   // next step, so a steady training loop allocates nothing new.
   std::vector<std::unique_ptr<CpuBuffer>> temps;
   for (int t = 0; t < num_temps; ++t) {
-    const int64_t bytes = lowering::temp_bytes(graph, plan.temps[t]);
+    const int64_t bytes = sizes[plan.temps[t].bytes];
     temps.push_back(std::make_unique<CpuBuffer>(allocator_, DType::Bool, std::vector<int64_t>{bytes}));
     buffers[lowering::temp_buffer_index(num_parameters, num_results, t)] = temps.back()->data();
   }
-  const std::vector<int64_t> shapes = lowering::shape_table(graph);
 
   // Everything that can fail is done before the first kernel writes a donated buffer.
   std::vector<ir::NodePtr> leaves;
@@ -143,9 +146,8 @@ void GraphExecutor::execute(const ir::Graph& graph, const codegen::CompiledGraph
   lowering::BoundFrame frame;
   for (size_t k : order) {
     const lowering::KernelSpec& kernel = code.kernels()[k];
-    const lowering::Launch launch = lowering::launch_of(graph, kernel);
     lowering::bind_frame(kernel.frame, buffers.data(), shapes.data(), scalars.data(), frame);
-    executor_.run(code.function(k), frame.args.data(), frame.dims.data(), launch.count, launch.work);
+    executor_.run(code.function(k), frame.args.data(), frame.dims.data(), sizes[kernel.count], sizes[kernel.work]);
   }
   counters_.execute_ns.fetch_add(nanoseconds_since(start), std::memory_order_relaxed);
   counters_.kernels_launched.fetch_add(static_cast<int64_t>(code.kernels().size()), std::memory_order_relaxed);
