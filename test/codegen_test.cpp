@@ -67,9 +67,9 @@ struct CountingCompile {
 TEST(CompileCacheTest, SameKeyCompiledOnce) {
   CompileCache cache;
   std::atomic<int> calls{0};
-  absl::StatusOr<Entry> first = cache.get_or_compile(key(1), CountingCompile{"a", &calls});
-  absl::StatusOr<Entry> second = cache.get_or_compile(key(1), CountingCompile{"b", &calls});
-  absl::StatusOr<Entry> third = cache.get_or_compile(key(1), CountingCompile{"c", &calls});
+  absl::StatusOr<Entry> first = cache.get_or_make(key(1), CountingCompile{"a", &calls});
+  absl::StatusOr<Entry> second = cache.get_or_make(key(1), CountingCompile{"b", &calls});
+  absl::StatusOr<Entry> third = cache.get_or_make(key(1), CountingCompile{"c", &calls});
   EXPECT_EQ(calls.load(), 1);
   EXPECT_EQ(tag_of(first), "a");
   EXPECT_EQ(tag_of(second), "a");
@@ -88,10 +88,10 @@ TEST(CompileCacheTest, SameKeyCompiledOnce) {
 TEST(CompileCacheTest, DistinctKeysCompileSeparately) {
   CompileCache cache;
   std::atomic<int> calls{0};
-  EXPECT_EQ(tag_of(cache.get_or_compile(key(1), CountingCompile{"one", &calls})), "one");
-  EXPECT_EQ(tag_of(cache.get_or_compile(key(2), CountingCompile{"two", &calls})), "two");
-  EXPECT_EQ(tag_of(cache.get_or_compile(key(1), CountingCompile{"x", &calls})), "one");
-  EXPECT_EQ(tag_of(cache.get_or_compile(key(2), CountingCompile{"y", &calls})), "two");
+  EXPECT_EQ(tag_of(cache.get_or_make(key(1), CountingCompile{"one", &calls})), "one");
+  EXPECT_EQ(tag_of(cache.get_or_make(key(2), CountingCompile{"two", &calls})), "two");
+  EXPECT_EQ(tag_of(cache.get_or_make(key(1), CountingCompile{"x", &calls})), "one");
+  EXPECT_EQ(tag_of(cache.get_or_make(key(2), CountingCompile{"y", &calls})), "two");
   EXPECT_EQ(calls.load(), 2);
   EXPECT_EQ(cache.stats().misses, 2);
   EXPECT_EQ(cache.stats().hits, 2);
@@ -105,8 +105,8 @@ TEST(CompileCacheTest, EmptyEntryIsCachedLikeAnyOther) {
     ++calls;
     return Entry();
   };
-  EXPECT_EQ(tag_of(cache.get_or_compile(key(3), compile)), "<null>");
-  EXPECT_EQ(tag_of(cache.get_or_compile(key(3), compile)), "<null>");
+  EXPECT_EQ(tag_of(cache.get_or_make(key(3), compile)), "<null>");
+  EXPECT_EQ(tag_of(cache.get_or_make(key(3), compile)), "<null>");
   EXPECT_EQ(calls, 1);
 }
 
@@ -117,7 +117,7 @@ TEST(CompileCacheTest, FailedCompileIsNotCached) {
     ++calls;
     return absl::InternalError("boom");
   };
-  absl::StatusOr<Entry> r = cache.get_or_compile(key(7), failing);
+  absl::StatusOr<Entry> r = cache.get_or_make(key(7), failing);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInternal);
   EXPECT_EQ(r.status().message(), "boom");
@@ -125,11 +125,11 @@ TEST(CompileCacheTest, FailedCompileIsNotCached) {
   EXPECT_EQ(cache.size(), 0u);
 
   // The next call compiles again; once that succeeds, it is cached.
-  EXPECT_FALSE(cache.get_or_compile(key(7), failing).ok());
+  EXPECT_FALSE(cache.get_or_make(key(7), failing).ok());
   EXPECT_EQ(calls, 2);
   std::atomic<int> good_calls{0};
-  EXPECT_EQ(tag_of(cache.get_or_compile(key(7), CountingCompile{"fixed", &good_calls})), "fixed");
-  EXPECT_EQ(tag_of(cache.get_or_compile(key(7), failing)), "fixed");
+  EXPECT_EQ(tag_of(cache.get_or_make(key(7), CountingCompile{"fixed", &good_calls})), "fixed");
+  EXPECT_EQ(tag_of(cache.get_or_make(key(7), failing)), "fixed");
   EXPECT_EQ(good_calls.load(), 1);
   EXPECT_EQ(calls, 2);
   EXPECT_EQ(cache.stats().misses, 3);
@@ -141,13 +141,13 @@ TEST(CompileCacheTest, FailedCompileIsNotCached) {
 TEST(CompileCacheTest, ThrowingCompileIsNotCached) {
   CompileCache cache;
   auto throwing = []() -> absl::StatusOr<Entry> { throw std::runtime_error("compile threw"); };
-  EXPECT_THROW(cache.get_or_compile(key(9), throwing), std::runtime_error);
+  EXPECT_THROW(cache.get_or_make(key(9), throwing), std::runtime_error);
   EXPECT_FALSE(cache.contains(key(9)));
 
   std::atomic<int> calls{0};
   std::string tag;
   try {
-    tag = tag_of(cache.get_or_compile(key(9), CountingCompile{"after", &calls}));
+    tag = tag_of(cache.get_or_make(key(9), CountingCompile{"after", &calls}));
   } catch (const std::exception& e) {
     tag = std::string("<threw: ") + e.what() + ">";
   }
@@ -158,11 +158,11 @@ TEST(CompileCacheTest, ThrowingCompileIsNotCached) {
 TEST(CompileCacheTest, LruCapacityEvictsLeastRecentlyUsed) {
   CompileCache cache(2);
   std::atomic<int> calls{0};
-  cache.get_or_compile(key(1), CountingCompile{"A", &calls}).IgnoreError();
-  cache.get_or_compile(key(2), CountingCompile{"B", &calls}).IgnoreError();
-  cache.get_or_compile(key(1), CountingCompile{"A'", &calls}).IgnoreError();  // A is now most recent
+  cache.get_or_make(key(1), CountingCompile{"A", &calls}).IgnoreError();
+  cache.get_or_make(key(2), CountingCompile{"B", &calls}).IgnoreError();
+  cache.get_or_make(key(1), CountingCompile{"A'", &calls}).IgnoreError();  // A is now most recent
   EXPECT_EQ(cache.stats().evictions, 0);
-  cache.get_or_compile(key(3), CountingCompile{"C", &calls}).IgnoreError();   // evicts B
+  cache.get_or_make(key(3), CountingCompile{"C", &calls}).IgnoreError();   // evicts B
   EXPECT_EQ(cache.stats().evictions, 1);
   EXPECT_EQ(cache.size(), 2u);
   EXPECT_TRUE(cache.contains(key(1)));
@@ -171,7 +171,7 @@ TEST(CompileCacheTest, LruCapacityEvictsLeastRecentlyUsed) {
   EXPECT_EQ(calls.load(), 3);
 
   // B compiles again, evicting A (C was used more recently).
-  EXPECT_EQ(tag_of(cache.get_or_compile(key(2), CountingCompile{"B2", &calls})), "B2");
+  EXPECT_EQ(tag_of(cache.get_or_make(key(2), CountingCompile{"B2", &calls})), "B2");
   EXPECT_EQ(calls.load(), 4);
   EXPECT_EQ(cache.stats().evictions, 2);
   EXPECT_FALSE(cache.contains(key(1)));
@@ -183,10 +183,10 @@ TEST(CompileCacheTest, LruCapacityEvictsLeastRecentlyUsed) {
 TEST(CompileCacheTest, ContainsDoesNotTouchLruOrder) {
   CompileCache cache(2);
   std::atomic<int> calls{0};
-  cache.get_or_compile(key(1), CountingCompile{"A", &calls}).IgnoreError();
-  cache.get_or_compile(key(2), CountingCompile{"B", &calls}).IgnoreError();
+  cache.get_or_make(key(1), CountingCompile{"A", &calls}).IgnoreError();
+  cache.get_or_make(key(2), CountingCompile{"B", &calls}).IgnoreError();
   EXPECT_TRUE(cache.contains(key(1)));  // not a use
-  cache.get_or_compile(key(3), CountingCompile{"C", &calls}).IgnoreError();
+  cache.get_or_make(key(3), CountingCompile{"C", &calls}).IgnoreError();
   EXPECT_FALSE(cache.contains(key(1)));
   EXPECT_TRUE(cache.contains(key(2)));
 }
@@ -194,8 +194,8 @@ TEST(CompileCacheTest, ContainsDoesNotTouchLruOrder) {
 TEST(CompileCacheTest, EvictedEntryStaysValidWhileHeld) {
   CompileCache cache(1);
   std::atomic<int> calls{0};
-  absl::StatusOr<Entry> held = cache.get_or_compile(key(1), CountingCompile{"held", &calls});
-  cache.get_or_compile(key(2), CountingCompile{"other", &calls}).IgnoreError();
+  absl::StatusOr<Entry> held = cache.get_or_make(key(1), CountingCompile{"held", &calls});
+  cache.get_or_make(key(2), CountingCompile{"other", &calls}).IgnoreError();
   EXPECT_FALSE(cache.contains(key(1)));
   EXPECT_EQ(cache.stats().evictions, 1);
   EXPECT_EQ(tag_of(held), "held");
@@ -204,7 +204,7 @@ TEST(CompileCacheTest, EvictedEntryStaysValidWhileHeld) {
 TEST(CompileCacheTest, SetCapacityClearAndResetStats) {
   CompileCache cache;  // unbounded
   std::atomic<int> calls{0};
-  for (uint64_t k = 0; k < 5; ++k) cache.get_or_compile(key(k), CountingCompile{"k", &calls}).IgnoreError();
+  for (uint64_t k = 0; k < 5; ++k) cache.get_or_make(key(k), CountingCompile{"k", &calls}).IgnoreError();
   EXPECT_EQ(cache.size(), 5u);
   EXPECT_EQ(cache.stats().evictions, 0);
   cache.set_capacity(2);
@@ -219,7 +219,7 @@ TEST(CompileCacheTest, SetCapacityClearAndResetStats) {
   cache.clear();
   EXPECT_EQ(cache.size(), 0u);
   EXPECT_FALSE(cache.contains(key(4)));
-  cache.get_or_compile(key(4), CountingCompile{"k", &calls}).IgnoreError();
+  cache.get_or_make(key(4), CountingCompile{"k", &calls}).IgnoreError();
   EXPECT_EQ(calls.load(), 6);
 }
 
@@ -240,7 +240,7 @@ TEST(CompileCacheTest, RacingThreadsCompileOnce) {
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       start.arrive_and_wait();
-      results[t] = cache.get_or_compile(key(42), slow_compile);
+      results[t] = cache.get_or_make(key(42), slow_compile);
     });
   }
   for (std::thread& t : threads) t.join();
@@ -266,7 +266,7 @@ TEST(CompileCacheTest, RacingThreadsOnSeveralKeys) {
       start.arrive_and_wait();
       for (int i = 0; i < kKeys; ++i) {
         const int k = (i + t) % kKeys;  // threads start on different keys
-        tags[t * kKeys + k] = tag_of(cache.get_or_compile(key(k), CountingCompile{std::to_string(k), &calls[k]}));
+        tags[t * kKeys + k] = tag_of(cache.get_or_make(key(k), CountingCompile{std::to_string(k), &calls[k]}));
       }
     });
   }

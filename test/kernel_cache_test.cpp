@@ -111,5 +111,34 @@ TEST(KernelCacheTest, AnEvalGraphAfterTrainingCompilesOnlyItsNewKernels) {
             after.kernels_launched - before.kernels_launched);
 }
 
+// A graph is planned once per key: later steps (a cache hit at the barrier, with its
+// donations) and a new batch size (the same key) plan nothing, and their donations still
+// happen. A sync that hits the cache plans nothing either.
+TEST(KernelCacheTest, AStepThatHitsTheCachePlansNothing) {
+  Model model(1);
+  for (Tensor& p : model.parameters()) p.requires_grad_();
+  optim::SGD opt(model.parameters(), {.lr = 0.01});
+  auto step = [&](int64_t rows) {
+    model.loss(batch(1, {rows, 32}), batch(2, {rows, 4})).backward();
+    opt.step();
+    opt.zero_grad();
+    mark_step();
+  };
+  mark_step();
+  step(8);
+  step(8);  // the first step's graph held the initial weights' leaves; this one holds the updated
+  const Metrics before = metrics();
+  step(8);
+  step(16);
+  const Metrics after = metrics();
+  EXPECT_EQ(after.graphs_planned - before.graphs_planned, 0);
+  EXPECT_EQ(after.compiles - before.compiles, 0);
+  EXPECT_GT(after.donations - before.donations, 0);
+  const Metrics synced = metrics();
+  EXPECT_GT(model.loss(batch(3, {8, 32}), batch(4, {8, 4})).item<float>(), 0.0f);
+  EXPECT_GT(model.loss(batch(3, {8, 32}), batch(4, {8, 4})).item<float>(), 0.0f);
+  EXPECT_EQ(metrics().graphs_planned - synced.graphs_planned, 1);
+}
+
 }  // namespace
 }  // namespace lazyjit

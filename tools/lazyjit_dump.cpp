@@ -33,7 +33,8 @@ Prints a lazyjit graph in the chosen form.
 
 options:
   --emit=ir        the graph's text (default), re-printed after parsing
-  --emit=kernels   its kernel plan: each kernel's kernel IR (frame, loops, loads, stores, folds)
+  --emit=plan      its plan: the kernels fusion made, their temporaries, cuts and donation candidates
+  --emit=kernels   each kernel's kernel IR (frame, loops, loads, stores, folds)
   --emit=llvm      the LLVM IR of its fused kernels, before optimisation
   --emit=llvm-opt  the LLVM IR after optimisation (vectorised for this CPU)
   --emit=asm       the assembly for this CPU
@@ -63,9 +64,9 @@ Options parse_options(int argc, char** argv) {
       std::exit(0);
     } else if (arg.rfind("--emit=", 0) == 0) {
       options.emit = arg.substr(7);
-      if (options.emit != "ir" && options.emit != "kernels" && options.emit != "llvm" && options.emit != "llvm-opt" &&
+      if (options.emit != "ir" && options.emit != "plan" && options.emit != "kernels" && options.emit != "llvm" && options.emit != "llvm-opt" &&
           options.emit != "asm") {
-        fail(fmt::format("unknown --emit={} (expected ir, kernels, llvm, llvm-opt or asm)", options.emit));
+        fail(fmt::format("unknown --emit={} (expected ir, plan, kernels, llvm, llvm-opt or asm)", options.emit));
       }
     } else if (arg == "--run") {
       options.run = true;
@@ -157,7 +158,8 @@ int run(const Options& options) {
   }
   std::vector<Tensor> tensors;
   for (const auto& root : parsed.roots) tensors.push_back(detail::make_pending(root));
-  const DumpFormat format = options.emit == "kernels"    ? DumpFormat::KernelIr
+  const DumpFormat format = options.emit == "plan"       ? DumpFormat::Plan
+                            : options.emit == "kernels"  ? DumpFormat::KernelIr
                             : options.emit == "llvm"     ? DumpFormat::LlvmIr
                             : options.emit == "llvm-opt" ? DumpFormat::OptimizedLlvmIr
                                                          : DumpFormat::Assembly;

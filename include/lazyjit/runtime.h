@@ -25,8 +25,9 @@ void sync(const std::vector<Tensor>& tensors);
 /// and their ops on the tensors it materialises wait until it is done.
 void mark_step();
 
-/// Bounds the in-memory compile cache to `entries` graphs (0: unbounded; default 1024 or
-/// LAZYJIT_CACHE_SIZE); the least recently used are evicted and their code freed.
+/// Bounds the in-memory compile cache (and the plan cache beside it) to `entries` graphs (0:
+/// unbounded; default 1024 or LAZYJIT_CACHE_SIZE); the least recently used are evicted and
+/// their code freed.
 void set_compile_cache_capacity(int64_t entries);
 
 /// Counters since process start or the last reset_metrics(). Thread-safe snapshot.
@@ -34,6 +35,7 @@ struct Metrics {
   int64_t graphs_traced = 0;      ///< graphs collected for materialisation
   int64_t nodes_traced = 0;       ///< IR nodes created by ops
   int64_t graphs_executed = 0;    ///< graphs run (cache hit or fresh compile)
+  int64_t graphs_planned = 0;     ///< graphs fused into kernels: once per graph key while cached
   int64_t compiles = 0;           ///< graphs that needed a kernel compiled (LLVM optimise + codegen)
   int64_t kernels_compiled = 0;   ///< distinct kernels compiled: each kernel's code is compiled once
   int64_t kernel_cache_hits = 0;  ///< kernels of newly seen graphs whose code was in memory already
@@ -55,7 +57,7 @@ Metrics metrics();
 std::string metrics_report();
 void reset_metrics();
 
-enum class DumpFormat { LazyIr, KernelIr, LlvmIr, OptimizedLlvmIr, Assembly };
+enum class DumpFormat { LazyIr, Plan, KernelIr, LlvmIr, OptimizedLlvmIr, Assembly };
 /// Text of the graph that would materialise `tensors`, in the chosen form. Does not run it.
 std::string dump(const std::vector<Tensor>& tensors, DumpFormat format);
 

@@ -1,8 +1,10 @@
-// CompileCache: compiled graphs by key, compiled once even when threads race, bounded LRU.
+// KeyedCache: values made once per key even when threads race, in a bounded LRU; the
+// CompileCache (compiled graphs by cache key) is one.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <exception>
 #include <future>
 #include <list>
 #include <memory>
@@ -16,33 +18,88 @@
 
 namespace lazyjit::codegen {
 
-/// Maps graph keys to compiled graphs. Thread-safe. The first caller of a key compiles it;
-/// callers racing for the same key wait for that compile instead of starting their own.
-/// Holds at most `capacity` entries (0: unbounded), evicting the least recently used; an
-/// evicted graph's code is freed once no caller still holds it.
-class CompileCache {
+/// Maps keys to immutable values. Thread-safe. The first caller of a key makes its value;
+/// callers racing for the same key wait for it instead of making their own. Holds at most
+/// `capacity` entries (0: unbounded), evicting the least recently used; an evicted value is
+/// freed once no caller still holds it.
+template <class T>
+class KeyedCache {
  public:
-  using Entry = std::shared_ptr<const CompiledGraph>;
-  using Compile = absl::FunctionRef<absl::StatusOr<Entry>()>;
+  using Entry = std::shared_ptr<const T>;
+  using Make = absl::FunctionRef<absl::StatusOr<Entry>()>;
 
-  explicit CompileCache(size_t capacity = 0) : capacity_(capacity) {}
+  explicit KeyedCache(size_t capacity = 0) : capacity_(capacity) {}
 
-  /// The graph for `key`, from the cache or from `compile()` (called at most once per key
-  /// while it stays cached; a failed or throwing compile is not cached, and callers waiting
-  /// on it get its error or exception).
-  absl::StatusOr<Entry> get_or_compile(const ir::Hash128& key, Compile compile);
+  /// The value for `key`, from the cache or from `make()` (called at most once per key while
+  /// it stays cached; a failed or throwing make is not cached, and callers waiting on it get
+  /// its error or exception).
+  absl::StatusOr<Entry> get_or_make(const ir::Hash128& key, Make make) {
+    std::promise<absl::StatusOr<Entry>> promise;
+    Future future;
+    uint64_t generation = 0;
+    {
+      std::lock_guard lock(mutex_);
+      auto it = slots_.find(key);
+      if (it != slots_.end()) {
+        lru_.splice(lru_.begin(), lru_, it->second.lru);
+        future = it->second.future;
+        hits_.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        lru_.push_front(key);
+        generation = ++generations_;
+        slots_.emplace(key, Slot{promise.get_future().share(), lru_.begin(), generation});
+        misses_.fetch_add(1, std::memory_order_relaxed);
+        evict_locked();
+      }
+    }
+    if (future.valid()) return future.get();  // a hit, or another thread's make in flight
 
-  /// Whether `key` is cached (compiled or being compiled); does not touch LRU order.
-  bool contains(const ir::Hash128& key) const;
-  size_t size() const;
-  void set_capacity(size_t capacity);
-  void clear();
+    absl::StatusOr<Entry> result;
+    try {
+      result = make();
+    } catch (...) {
+      promise.set_exception(std::current_exception());  // waiters see the same failure
+      forget(key, generation);
+      throw;
+    }
+    promise.set_value(result);
+    if (!result.ok()) forget(key, generation);
+    return result;
+  }
+
+  /// Whether `key` is cached (made or being made); does not touch LRU order.
+  bool contains(const ir::Hash128& key) const {
+    std::lock_guard lock(mutex_);
+    return slots_.contains(key);
+  }
+  size_t size() const {
+    std::lock_guard lock(mutex_);
+    return slots_.size();
+  }
+  size_t capacity() const {
+    std::lock_guard lock(mutex_);
+    return capacity_;
+  }
+  void set_capacity(size_t capacity) {
+    std::lock_guard lock(mutex_);
+    capacity_ = capacity;
+    evict_locked();
+  }
+  void clear() {
+    std::lock_guard lock(mutex_);
+    slots_.clear();
+    lru_.clear();
+  }
 
   struct Stats {
     int64_t hits = 0, misses = 0, evictions = 0;
   };
   Stats stats() const { return {hits_.load(), misses_.load(), evictions_.load()}; }
-  void reset_stats();
+  void reset_stats() {
+    hits_ = 0;
+    misses_ = 0;
+    evictions_ = 0;
+  }
 
  private:
   using Future = std::shared_future<absl::StatusOr<Entry>>;
@@ -51,10 +108,26 @@ class CompileCache {
     std::list<ir::Hash128>::iterator lru;
     uint64_t generation;  // which insertion of the key this is
   };
-  void evict_locked();
-  /// Drops a failed compile's slot so the next caller compiles again; a newer slot for the
-  /// same key (the failed one was evicted meanwhile) is left alone.
-  void forget(const ir::Hash128& key, uint64_t generation);
+
+  void evict_locked() {
+    while (capacity_ > 0 && slots_.size() > capacity_) {
+      const ir::Hash128 victim = lru_.back();
+      lru_.pop_back();
+      slots_.erase(victim);  // the value is freed when the last holder drops its Entry
+      evictions_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+
+  /// Drops a failed make's slot so the next caller makes it again; a newer slot for the same
+  /// key (the failed one was evicted meanwhile) is left alone.
+  void forget(const ir::Hash128& key, uint64_t generation) {
+    std::lock_guard lock(mutex_);
+    auto it = slots_.find(key);
+    if (it != slots_.end() && it->second.generation == generation) {
+      lru_.erase(it->second.lru);
+      slots_.erase(it);
+    }
+  }
 
   mutable std::mutex mutex_;
   absl::flat_hash_map<ir::Hash128, Slot> slots_;
@@ -63,5 +136,8 @@ class CompileCache {
   uint64_t generations_ = 0;
   std::atomic<int64_t> hits_{0}, misses_{0}, evictions_{0};
 };
+
+/// Compiled graphs by cache key (the graph key, its donations, the compiler's target).
+using CompileCache = KeyedCache<CompiledGraph>;
 
 }  // namespace lazyjit::codegen

@@ -44,12 +44,12 @@ class Planner {
     for (size_t r = graph.roots.size(); r-- > 0;) result_of_[stored_value(graph, graph.roots[r])] = static_cast<int>(r);
   }
 
-  KernelPlan plan(const std::string& prefix) {
+  KernelPlan plan() {
     draft_kernels();
     for (size_t k = 0; k < drafts_.size(); ++k) {
       if (drafts_[k].group >= 0) fuse_into(k);
     }
-    return finish(prefix);
+    return finish();
   }
 
  private:
@@ -200,7 +200,7 @@ class Planner {
     }
   }
 
-  KernelPlan finish(const std::string& prefix) {
+  KernelPlan finish() {
     KernelPlan plan;
     plan.buffer_of.assign(n_, -1);
     plan.cuts = cuts_;
@@ -225,11 +225,9 @@ class Planner {
           plan.temps.push_back({TempBuffer::Kind::Value, b});
         }
       }
-      spec.symbol = fmt::format("{}_k{}", prefix, plan.kernels.size());
       describe_reads(spec);
       plan.kernels.push_back(std::move(spec));
     }
-    plan_temp_sizes(graph_, plan);
     return plan;
   }
 
@@ -271,16 +269,14 @@ class Planner {
 
 }  // namespace
 
-KernelPlan plan_kernels(const ir::Graph& graph, const std::string& symbol_prefix) {
-  return Planner(graph).plan(symbol_prefix);
+KernelPlan plan_kernels(const ir::Graph& graph) {
+  return Planner(graph).plan();
 }
 
 int stored_value(const ir::Graph& graph, int node) {
   while (graph.nodes[node]->op() == OpKind::Reshape) node = graph.operands[node][0];
   return node;
 }
-
-std::string symbol_prefix(const ir::Graph& graph) { return "lj_" + graph.key.to_hex(); }
 
 std::vector<bool> region_of(const ir::Graph& graph, const KernelPlan& plan, const KernelSpec& kernel) {
   return region_of(graph, plan.cuts, kernel);
@@ -367,36 +363,6 @@ std::vector<int64_t> shape_table(const ir::Graph& graph) {
   table.reserve(graph.nodes.size() * 2);
   for (const ir::Node* node : graph.nodes) table.insert(table.end(), node->shape().begin(), node->shape().end());
   return table;
-}
-
-void plan_temp_sizes(const ir::Graph& graph, KernelPlan& plan) {
-  using Op = SizeProgram::Op;
-  SizeProgram& p = plan.sizes;
-  const std::vector<int> offsets = shape_offsets(graph);
-  auto numel = [&](int node, int from, int to) {
-    int product = p.constant(1);
-    for (int d = from; d < to; ++d) product = p.apply(Op::Mul, product, p.dim(offsets[node] + d));
-    return product;
-  };
-  for (TempBuffer& temp : plan.temps) {
-    const ir::Node& node = *graph.nodes[temp.node];
-    const int element = p.constant(dtype_size(node.dtype()));
-    if (temp.kind == TempBuffer::Kind::Value) {
-      temp.bytes = p.apply(Op::Mul, numel(temp.node, 0, node.rank()), element);
-      continue;
-    }
-    // A packed operand: per batch, whole panels of MR rows (or NR columns), each K long.
-    const bool left = temp.kind == TempBuffer::Kind::PackedA;
-    const int operand = graph.operands[temp.node][left ? 0 : 1];
-    const int rank = graph.nodes[operand]->rank();
-    const MatmulTiling tile = matmul_tiling(dtype_size(node.dtype()));
-    const int width = p.constant(left ? tile.mr : tile.nr);
-    const int extent = p.dim(offsets[operand] + (left ? rank - 2 : rank - 1));
-    const int k = p.dim(offsets[operand] + (left ? rank - 1 : rank - 2));
-    const int panels = p.apply(Op::Div, p.apply(Op::Add, extent, p.constant((left ? tile.mr : tile.nr) - 1)), width);
-    const int panel = p.apply(Op::Mul, p.apply(Op::Mul, width, k), element);
-    temp.bytes = p.apply(Op::Mul, p.apply(Op::Mul, numel(operand, 0, rank - 2), panels), panel);
-  }
 }
 
 }  // namespace lazyjit::lowering

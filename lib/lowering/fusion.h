@@ -20,15 +20,13 @@ namespace lazyjit::lowering {
 ///    kernel's micro-kernel (Matmul), and the elementwise consumers its epilogue. Each matmul
 ///    packs its operands first (PackA, PackB), evaluating their expressions as it packs.
 /// Depends only on what the graph key contains, so one key has one plan.
-KernelPlan plan_kernels(const ir::Graph& graph, const std::string& symbol_prefix);
+KernelPlan plan_kernels(const ir::Graph& graph);
 
 /// The node whose value `node` stores: itself, or for a reshape (a chain of them) the node
 /// below, whose elements it holds in the same order. A result that reshapes a reduction or
 /// a product is written by that node's kernel directly.
 int stored_value(const ir::Graph& graph, int node);
 
-/// The kernel symbols' prefix for `graph`: "lj_" and the graph key.
-std::string symbol_prefix(const ir::Graph& graph);
 
 /// Per node of `graph`: whether `kernel` of `plan` evaluates it (the nodes it computes, and
 /// the leaves and buffers it reads them from).
@@ -42,8 +40,5 @@ std::vector<bool> chain_cuts(const ir::Graph& graph);
 /// node's dims start in it.
 std::vector<int64_t> shape_table(const ir::Graph& graph);
 std::vector<int> shape_offsets(const ir::Graph& graph);
-
-/// Adds each temporary's size to `plan.sizes` (TempBuffer::bytes): part of planning.
-void plan_temp_sizes(const ir::Graph& graph, KernelPlan& plan);
 
 }  // namespace lazyjit::lowering

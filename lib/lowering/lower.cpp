@@ -9,6 +9,7 @@
 #include "lowering/internal_error.h"
 #include "lowering/kernel_builder.h"
 #include "lowering/kir_llvm.h"
+#include "lowering/plan.h"
 
 namespace lazyjit::lowering {
 
@@ -41,7 +42,7 @@ int size_step(const kir::Kernel& kernel, kir::Id e, const KernelFrame& frame, Si
 }  // namespace
 
 LoweredGraph lower_graph(const ir::Graph& graph, std::span<const Alias> aliases) {
-  return lower_graph(graph, plan_kernels(graph, symbol_prefix(graph)), aliases);
+  return lower_graph(graph, plan_graph(graph), aliases);
 }
 
 LoweredGraph lower_graph(const ir::Graph& graph, KernelPlan plan, std::span<const Alias> aliases) {

@@ -15,7 +15,7 @@ namespace lazyjit::lowering {
 /// share is one symbol. `aliases` are the donations the runtime planned (they are part of
 /// the cache key).
 LoweredGraph lower_graph(const ir::Graph& graph, std::span<const Alias> aliases = {});
-/// The same from `plan`, the graph's plan (plan_kernels) made earlier.
+/// The same from `plan`, the graph's plan (plan_graph in plan.h) made earlier.
 LoweredGraph lower_graph(const ir::Graph& graph, KernelPlan plan, std::span<const Alias> aliases);
 
 /// The kernel's LLVM module, emitted from its kernel IR on first use.

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 
-#include "lowering/fusion.h"
 
 namespace lazyjit::runtime {
 namespace {
@@ -48,57 +47,20 @@ std::vector<lowering::Alias> plan_donations(const ir::Graph& graph, const loweri
   const std::vector<lowering::KernelSpec>& kernels = plan.kernels;
   std::vector<lowering::Alias> aliases;
   if (graph.parameters.empty()) return aliases;
-  // readers[slot][k]: whether kernel k reads parameter `slot`.
-  std::vector<std::vector<bool>> readers(graph.parameters.size(), std::vector<bool>(kernels.size(), false));
-  std::vector<int> kernel_of_result(graph.roots.size(), -1);
-  for (size_t k = 0; k < kernels.size(); ++k) {
-    for (int r : kernels[k].results) kernel_of_result[r] = static_cast<int>(k);
-    for (int slot : kernels[k].reads) readers[slot][k] = true;
-  }
-  // A result that another kernel reads back from memory (a product or reduction that is also
-  // a result) keeps its own buffer: writers of donated buffers run last, after that reader.
-  std::vector<bool> read_back(graph.roots.size(), false);
-  std::vector<std::vector<bool>> regions(kernels.size());  // region_of each kernel, when first asked
-  for (size_t r = 0; r < graph.roots.size(); ++r) {
-    const int stored = lowering::stored_value(graph, graph.roots[r]);
-    const ir::LoweringKind kind = ir::op_info(graph.nodes[stored]->op()).kind;
-    if (kind != ir::LoweringKind::Reduce && kind != ir::LoweringKind::Matmul) continue;
-    for (size_t k = 0; k < kernels.size() && !read_back[r]; ++k) {  // the writer computes it; others read it
-      if (static_cast<int>(k) == kernel_of_result[r]) continue;
-      if (regions[k].empty()) regions[k] = lowering::region_of(graph, plan, kernels[k]);
-      read_back[r] = regions[k][stored];
-    }
-  }
-  // Candidates: each dead buffer to the first result of its shape and dtype.
+  // Each dead buffer to the first candidate result of its shape.
   const std::vector<bool> owned = owned_by_graph_alone(graph);
   std::vector<bool> donated(graph.parameters.size(), false);
   for (size_t r = 0; r < graph.roots.size(); ++r) {
     const ir::Node& result = *graph.nodes[graph.roots[r]];
-    if (result.op() == ir::OpKind::Parameter || read_back[r]) continue;  // a copy of an input keeps both
-    const lowering::KernelSpec& writer = kernels[kernel_of_result[r]];
-    if (writer.kind == lowering::KernelKind::PackA || writer.kind == lowering::KernelKind::PackB ||
-        (writer.kind != lowering::KernelKind::Elementwise && writer.stages.empty() &&
-         writer.kind != lowering::KernelKind::Matmul)) {
-      continue;
-    }
-    for (size_t slot = 0; slot < graph.parameters.size(); ++slot) {
-      const ir::Node& parameter = *graph.parameters[slot];
-      if (donated[slot] || !owned[slot] || parameter.dtype() != result.dtype() ||
-          parameter.shape() != result.shape()) {
-        continue;
-      }
-      // A kernel that reads the buffer anywhere but at the element it writes (a view, a
-      // reduction's row) could read an element it already overwrote.
-      if (readers[slot][kernel_of_result[r]] &&
-          std::find(writer.direct_reads.begin(), writer.direct_reads.end(), static_cast<int>(slot)) ==
-              writer.direct_reads.end()) {
-        continue;
-      }
+    for (int slot : plan.donatable[r]) {
+      if (donated[slot] || !owned[slot] || graph.parameters[slot]->shape() != result.shape()) continue;
       donated[slot] = true;
-      aliases.push_back({static_cast<int>(r), static_cast<int>(slot)});
+      aliases.push_back({static_cast<int>(r), slot});
       break;
     }
   }
+  const std::vector<int>& kernel_of_result = plan.writer_of;
+  auto reads = [&](size_t k, int slot) { return std::ranges::find(kernels[k].reads, slot) != kernels[k].reads.end(); };
   // Kernels that write a donated buffer run last (donation_order), so any other kernel
   // reading that buffer must not write one itself. On a conflict the reading kernel gives up
   // its donations and runs first: a training step's weight updates keep theirs, and the
@@ -110,7 +72,7 @@ std::vector<lowering::Alias> plan_donations(const ir::Graph& graph, const loweri
     for (const lowering::Alias& a : aliases) {
       const int k = kernel_of_result[a.result];
       for (size_t other = 0; other < kernels.size() && !changed; ++other) {
-        if (static_cast<int>(other) == k || !writer[other] || !readers[a.parameter][other]) continue;
+        if (static_cast<int>(other) == k || !writer[other] || !reads(other, a.parameter)) continue;
         std::erase_if(aliases, [&](const lowering::Alias& b) { return kernel_of_result[b.result] == static_cast<int>(other); });
         changed = true;
       }

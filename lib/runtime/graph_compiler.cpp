@@ -9,6 +9,7 @@
 #include "ir/verifier.h"
 #include "lowering/fusion.h"
 #include "lowering/lower.h"
+#include "lowering/plan.h"
 #include "runtime/logging.h"
 
 namespace lazyjit::runtime {
@@ -29,6 +30,7 @@ void GraphCompiler::warn_once(const std::string& what) {
 }
 
 absl::StatusOr<codegen::CompileCache::Entry> GraphCompiler::compile(const ir::Graph& graph,
+                                                                    const lowering::KernelPlan& plan,
                                                                     std::span<const lowering::Alias> aliases,
                                                                     const ir::Hash128& key) {
   const Clock::time_point start = Clock::now();
@@ -40,12 +42,13 @@ absl::StatusOr<codegen::CompileCache::Entry> GraphCompiler::compile(const ir::Gr
     return absl::ResourceExhaustedError(
         fmt::format("LAZYJIT_MAX_GRAPHS={} distinct graphs are compiled already; this one {}", options_.max_graphs, why));
   }
-  absl::StatusOr<codegen::CompileCache::Entry> code = load_or_compile(graph, aliases, key, why, start);
+  absl::StatusOr<codegen::CompileCache::Entry> code = load_or_compile(graph, plan, aliases, key, why, start);
   if (!code.ok()) log_.forget(graph);  // a failed compile does not use up the guardrail
   return code;
 }
 
 absl::StatusOr<codegen::CompileCache::Entry> GraphCompiler::load_or_compile(const ir::Graph& graph,
+                                                                            const lowering::KernelPlan& plan,
                                                                             std::span<const lowering::Alias> aliases,
                                                                             const ir::Hash128& key,
                                                                             const std::string& why,
@@ -56,10 +59,11 @@ absl::StatusOr<codegen::CompileCache::Entry> GraphCompiler::load_or_compile(cons
       aliases.empty() ? graph.key.to_hex() : fmt::format("{}-donating-{}", graph.key.to_hex(), key.to_hex());
 
   // Lowered before any LLVM work, so a graph that fails to compile is dumped too.
-  lowering::LoweredGraph lowered = lowering::lower_graph(graph, aliases);
+  lowering::LoweredGraph lowered = lowering::lower_graph(graph, plan, aliases);
   const DumpDir& dump = options_.dump_dir;
   if (dump.enabled()) {
     dump.write(stem, ".ljir", ir::print_graph(graph, {.with_key = true, .with_values = true}));
+    dump.write(stem, ".plan", lowering::print_plan(graph, plan));
     dump.write(stem, ".kir", lowering::kernels_text(lowered));
     dump.write(stem, ".ll", lowering::lowered_text(lowered));
   }

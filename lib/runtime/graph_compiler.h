@@ -30,16 +30,16 @@ class GraphCompiler {
   GraphCompiler(codegen::JitCompiler& compiler, RuntimeCounters& counters, CompileOptions options)
       : compiler_(compiler), counters_(counters), options_(std::move(options)) {}
 
-  /// Compiled code for `graph` with `aliases` (its cache key is `key`): verified, checked
+  /// Compiled code for `graph` with its plan and `aliases` (its cache key is `key`): verified, checked
   /// against the recompilation guardrail, lowered, and each kernel taken from memory or the
   /// disk cache when its code is there, else compiled (and stored on disk); dumped. Logs why
   /// it compiled at info level. A bad disk-cache file is reported once and replaced.
-  absl::StatusOr<codegen::CompileCache::Entry> compile(const ir::Graph& graph, std::span<const lowering::Alias> aliases,
-                                                       const ir::Hash128& key);
+  absl::StatusOr<codegen::CompileCache::Entry> compile(const ir::Graph& graph, const lowering::KernelPlan& plan,
+                                                       std::span<const lowering::Alias> aliases, const ir::Hash128& key);
 
  private:
   using Clock = std::chrono::steady_clock;
-  absl::StatusOr<codegen::CompileCache::Entry> load_or_compile(const ir::Graph& graph,
+  absl::StatusOr<codegen::CompileCache::Entry> load_or_compile(const ir::Graph& graph, const lowering::KernelPlan& plan,
                                                                std::span<const lowering::Alias> aliases,
                                                                const ir::Hash128& key, const std::string& why,
                                                                Clock::time_point start);

@@ -13,6 +13,7 @@
 #include "lazyjit/error.h"
 #include "lowering/lower.h"
 #include "lowering/fusion.h"
+#include "lowering/plan.h"
 #include "runtime/donation.h"
 #include "runtime/logging.h"
 #include "runtime/stack_thread.h"
@@ -77,21 +78,35 @@ void GraphExecutor::materialize(std::vector<std::shared_ptr<detail::TensorImpl>>
   const ir::Graph graph = ir::build_graph(roots);
   roots.clear();  // the graph holds them now
   if (!barrier) watch_growth(graph.nodes.size());
+  // A sync donates nothing, and needs the plan only to compile.
+  std::shared_ptr<const lowering::KernelPlan> plan = barrier ? plan_of(graph) : nullptr;
   std::vector<lowering::Alias> aliases;
-  if (barrier) aliases = plan_donations(graph, lowering::plan_kernels(graph, lowering::symbol_prefix(graph)));
-  std::shared_ptr<const codegen::CompiledGraph> code = compiled(graph, aliases);
+  if (barrier) aliases = plan_donations(graph, *plan);
+  std::shared_ptr<const codegen::CompiledGraph> code = compiled(graph, std::move(plan), aliases);
   execute(graph, *code, aliases, targets, !barrier && keep_history_.load(std::memory_order_relaxed));
 }
 
+std::shared_ptr<const lowering::KernelPlan> GraphExecutor::plan_of(const ir::Graph& graph) {
+  absl::StatusOr<std::shared_ptr<const lowering::KernelPlan>> plan = plans_.get_or_make(graph.key, [&] {
+    counters_.graphs_planned.fetch_add(1, std::memory_order_relaxed);
+    return std::make_shared<const lowering::KernelPlan>(lowering::plan_graph(graph));
+  });
+  return *std::move(plan);  // planning fails only by throwing
+}
+
 std::shared_ptr<const codegen::CompiledGraph> GraphExecutor::compiled(const ir::Graph& graph,
+                                                                      std::shared_ptr<const lowering::KernelPlan> plan,
                                                                       std::span<const lowering::Alias> aliases) {
   // The cache key: the graph's structure, its donations, and the compiler's target.
   const ir::Hash128& target = compiler_.fingerprint();
   std::vector<uint64_t> words = {graph.key.low, graph.key.high, target.low, target.high};
   for (const lowering::Alias& a : aliases) words.push_back(static_cast<uint64_t>(a.result) << 32 | a.parameter);
   const ir::Hash128 key = ir::hash_words(words);
-  auto result = cache_.get_or_compile(key, [&] {
-    return run_with_stack(kCompileStackBytes, [&] { return graph_compiler_.compile(graph, aliases, key); });
+  auto result = cache_.get_or_make(key, [&] {
+    return run_with_stack(kCompileStackBytes, [&] {
+      if (plan == nullptr) plan = plan_of(graph);
+      return graph_compiler_.compile(graph, *plan, aliases, key);
+    });
   });
   if (!result.ok()) {
     throw Error(fmt::format("compiling graph {}: {}", graph.key.to_hex(), std::string(result.status().message())));
@@ -227,6 +242,7 @@ std::string GraphExecutor::dump(const std::vector<std::shared_ptr<detail::Tensor
   }
   const ir::Graph graph = ir::build_graph(roots);
   if (format == DumpFormat::LazyIr) return ir::print_graph(graph);
+  if (format == DumpFormat::Plan) return lowering::print_plan(graph, lowering::plan_graph(graph));
   lowering::LoweredGraph lowered = lowering::lower_graph(graph);
   if (format == DumpFormat::KernelIr) return lowering::kernels_text(lowered);
   if (format == DumpFormat::LlvmIr) return lowering::lowered_text(lowered);

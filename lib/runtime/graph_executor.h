@@ -33,7 +33,7 @@ class GraphExecutor {
                 CachingAllocator& allocator, LiveTensors& live, RuntimeCounters& counters,
                 CompileOptions options = {})
       : compiler_(compiler), cache_(cache), executor_(executor), allocator_(allocator), live_(live),
-        counters_(counters), graph_compiler_(compiler, counters, std::move(options)) {}
+        counters_(counters), graph_compiler_(compiler, counters, std::move(options)), plans_(cache.capacity()) {}
 
   /// Materialises the pending tensors among `tensors` in one graph, with no donation (a
   /// value read twice must not change). Throws Error when the graph cannot be compiled.
@@ -54,12 +54,22 @@ class GraphExecutor {
   /// that read the tensor after its sync read that leaf, and autograd differentiates through
   /// the leaf into the graph that computed it.
   absl::flat_hash_map<const ir::Node*, ir::NodePtr> kept_histories();
+  /// Bounds the compile cache and the plan cache to `entries` graphs each (0: unbounded).
+  void set_cache_capacity(size_t entries) {
+    cache_.set_capacity(entries);
+    plans_.set_capacity(entries);
+  }
   /// The text of the graph over `tensors` (pending IR or data leaves) in `format`.
   std::string dump(const std::vector<std::shared_ptr<detail::TensorImpl>>& tensors, DumpFormat format);
 
  private:
   void materialize(std::vector<std::shared_ptr<detail::TensorImpl>> tensors, bool barrier);
+  /// The plan of `graph` (lowering/plan.h): made once per graph key while cached.
+  std::shared_ptr<const lowering::KernelPlan> plan_of(const ir::Graph& graph);
+  /// The compiled form of `graph` with `aliases`, compiled on a miss (from `plan`, or the
+  /// graph's plan when none is given).
   std::shared_ptr<const codegen::CompiledGraph> compiled(const ir::Graph& graph,
+                                                         std::shared_ptr<const lowering::KernelPlan> plan,
                                                          std::span<const lowering::Alias> aliases);
   void execute(const ir::Graph& graph, const codegen::CompiledGraph& compiled, std::span<const lowering::Alias> aliases,
                const std::vector<std::shared_ptr<detail::TensorImpl>>& targets, bool keep_history);
@@ -78,6 +88,7 @@ class GraphExecutor {
   LiveTensors& live_;
   RuntimeCounters& counters_;
   GraphCompiler graph_compiler_;
+  codegen::KeyedCache<lowering::KernelPlan> plans_;  // by graph key
   BarrierLock barrier_mutex_;  // shared: syncs; exclusive: a step barrier
   std::atomic<bool> keep_history_ = false;
   std::mutex kept_mutex_;

@@ -78,6 +78,7 @@ Metrics Runtime::metrics() const {
   m.graphs_traced = counters_.graphs_traced.load();
   m.nodes_traced = counters_.nodes_traced.load();
   m.graphs_executed = counters_.graphs_executed.load();
+  m.graphs_planned = counters_.graphs_planned.load();
   m.compiles = counters_.compiles.load();
   m.kernels_compiled = counters_.kernels_compiled.load();
   m.kernel_cache_hits = counters_.kernel_cache_hits.load();
@@ -128,7 +129,7 @@ void mark_step() { Runtime::get().graph_executor().mark_step(); }
 
 void set_compile_cache_capacity(int64_t entries) {
   if (entries < 0) throw Error(fmt::format("set_compile_cache_capacity: {} entries is negative", entries));
-  Runtime::get().cache().set_capacity(static_cast<size_t>(entries));
+  Runtime::get().graph_executor().set_cache_capacity(static_cast<size_t>(entries));
 }
 
 Metrics metrics() { return Runtime::get().metrics(); }
@@ -142,6 +143,7 @@ std::string metrics_report() {
   line("graphs_traced", m.graphs_traced);
   line("nodes_traced", m.nodes_traced);
   line("graphs_executed", m.graphs_executed);
+  line("graphs_planned", m.graphs_planned);
   line("compiles", m.compiles);
   line("kernels_compiled", m.kernels_compiled);
   line("kernel_cache_hits", m.kernel_cache_hits);
