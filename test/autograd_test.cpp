@@ -425,7 +425,7 @@ TEST(AutogradTable, EveryOpHasARuleOrSaysWhyNot) {
     const Differentiability d = autograd::differentiability(op);
     EXPECT_NE(d, Differentiability::Missing)
         << "op " << info.name << " has neither a LAZYJIT_VJP nor a LAZYJIT_NO_VJP line in ops.def";
-    EXPECT_EQ(d == Differentiability::Leaf, info.kind == ir::LoweringKind::Leaf)
+    EXPECT_EQ(d == Differentiability::Leaf, info.access == ir::AccessPattern::Leaf)
         << "op " << info.name << " is " << differentiability_name(d);
     if (d == Differentiability::NotDifferentiable) {
       EXPECT_TRUE(never_floating(info)) << "op " << info.name

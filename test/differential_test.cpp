@@ -219,7 +219,7 @@ TEST_P(OpTest, MatchesInterpreterOnSpecialValues) {
 std::vector<OpRow> elementwise_rows() {
   std::vector<OpRow> rows;
   for (const OpRow& row : kOps) {
-    if (ir::op_info(row.op).kind == ir::LoweringKind::Elementwise && row.op != OpKind::Cast) rows.push_back(row);
+    if (ir::op_info(row.op).access == ir::AccessPattern::Elementwise && row.op != OpKind::Cast) rows.push_back(row);
   }
   return rows;
 }

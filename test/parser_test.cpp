@@ -41,7 +41,7 @@ std::vector<NodePtr> random_graph(uint64_t seed) {
                                *make_arange(4, DType::Int32)};
   for (int step = 0; step < 16; ++step) {
     const auto op = static_cast<OpKind>(rng() % kNumOps);
-    if (op_info(op).kind != LoweringKind::Elementwise) continue;
+    if (op_info(op).access != AccessPattern::Elementwise) continue;
     std::vector<NodePtr> operands;
     for (int i = 0; i < op_info(op).arity; ++i) operands.push_back(pool[rng() % pool.size()]);
     if (op == OpKind::Cast) {

@@ -121,7 +121,7 @@ Differentiability differentiability(ir::OpKind op) {
     table.fill(Differentiability::Missing);
     auto at = [&](ir::OpKind op) -> Differentiability& { return table[static_cast<size_t>(op)]; };
 #define LAZYJIT_OP(name, text, arity, dtype_rule, admits, kind) \
-  if (ir::LoweringKind::kind == ir::LoweringKind::Leaf) at(ir::OpKind::name) = Differentiability::Leaf;
+  if (ir::AccessPattern::kind == ir::AccessPattern::Leaf) at(ir::OpKind::name) = Differentiability::Leaf;
 #define LAZYJIT_VJP(name, ...) at(ir::OpKind::name) = Differentiability::Rule;
 #define LAZYJIT_NO_VJP(name, reason) at(ir::OpKind::name) = Differentiability::NotDifferentiable;
 #include "ir/ops.def"

@@ -122,7 +122,7 @@ DType result_dtype(DTypeRule rule, DType operands) {
 
 absl::StatusOr<NodePtr> make_elementwise(OpKind op, std::span<const NodePtr> operands) {
   const OpInfo& info = op_info(op);
-  if (info.kind != LoweringKind::Elementwise || op == OpKind::Cast) {
+  if (info.access != AccessPattern::Elementwise || op == OpKind::Cast) {
     return absl::InternalError(fmt::format("{} is not an elementwise op", info.name));
   }
   if (static_cast<int>(operands.size()) != info.arity) {

@@ -19,7 +19,7 @@ uint64_t op_table_hash() {
       const OpInfo& info = op_info(static_cast<OpKind>(op));
       for (char c : info.name) words.push_back(static_cast<uint8_t>(c));
       words.push_back(static_cast<uint64_t>(info.arity) << 32 | static_cast<uint64_t>(info.dtype_rule) << 16 |
-                      static_cast<uint64_t>(info.admits) << 8 | static_cast<uint64_t>(info.kind));
+                      static_cast<uint64_t>(info.admits) << 8 | static_cast<uint64_t>(info.access));
     }
     return hash_words(words).low;
   }();
@@ -75,9 +75,9 @@ class GraphBuilder {
       words_.push_back(operands.back());
     }
     if (node->operands().size() > 3) words_.push_back(node->operands().size());  // cat
-    const LoweringKind kind = op_info(node->op()).kind;
-    if (kind == LoweringKind::Reduce) fusion_domains_.push_back(operands[0]);
-    if (kind == LoweringKind::Matmul) fusion_domains_.push_back(i);
+    const AccessPattern kind = op_info(node->op()).access;
+    if (kind == AccessPattern::Fold) fusion_domains_.push_back(operands[0]);
+    if (kind == AccessPattern::Matmul) fusion_domains_.push_back(i);
     int slot = -1;
     if (node->op() == OpKind::Parameter) {
       slot = parameter_slot(node);

@@ -281,16 +281,16 @@ std::vector<HostTensor> interpret(const Graph& graph) {
   std::vector<HostTensor> values(graph.nodes.size());
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const Node& node = *graph.nodes[i];
-    if (op_info(node.op()).kind == LoweringKind::Leaf) {
+    if (op_info(node.op()).access == AccessPattern::Leaf) {
       values[i] = eval_leaf(node);
       continue;
     }
     std::vector<const HostTensor*> args;
     for (int operand : graph.operands[i]) args.push_back(&values[operand]);
-    switch (op_info(node.op()).kind) {
-      case LoweringKind::Reduce: values[i] = eval_reduce(node, *args[0]); break;
-      case LoweringKind::View: values[i] = eval_view(node, args); break;
-      case LoweringKind::Matmul: values[i] = eval_matmul(node, *args[0], *args[1]); break;
+    switch (op_info(node.op()).access) {
+      case AccessPattern::Fold: values[i] = eval_reduce(node, *args[0]); break;
+      case AccessPattern::IndexMap: values[i] = eval_view(node, args); break;
+      case AccessPattern::Matmul: values[i] = eval_matmul(node, *args[0], *args[1]); break;
       default: values[i] = eval_elementwise(node, args); break;
     }
   }

@@ -7,8 +7,8 @@ namespace lazyjit::ir {
 namespace {
 
 constexpr std::array<OpInfo, kNumOps> kOpTable = {{
-#define LAZYJIT_OP(Name, text, arity, rule, admits, kind) \
-  {text, arity, DTypeRule::rule, Admits::admits, LoweringKind::kind},
+#define LAZYJIT_OP(Name, text, arity, rule, admits, access) \
+  {text, arity, DTypeRule::rule, Admits::admits, AccessPattern::access},
 #include "ir/ops.def"
 }};
 

@@ -33,14 +33,23 @@ enum class Admits : uint8_t {
   Bool,      // bool; the builder converts other operands with != 0
 };
 
-enum class LoweringKind : uint8_t { Leaf, Elementwise, Reduce, View, Matmul };
+/// How an op reads its operands: what the planner, the kernel builders, launch geometry and
+/// donation safety derive from the table (DESIGN.md section 7).
+enum class AccessPattern : uint8_t {
+  Leaf,         ///< reads nothing: a graph input
+  Elementwise,  ///< each operand at the element it computes
+  IndexMap,     ///< its operands at elements an index map names (a view: index arithmetic
+                ///< in the consumer's loop, no data moved)
+  Fold,         ///< every element of the folded dims, combined in a fixed order
+  Matmul,       ///< the packed, register-blocked micro-kernel (a special kernel)
+};
 
 struct OpInfo {
   std::string_view name;
   int arity;  ///< -1: variadic (cat)
   DTypeRule dtype_rule;
   Admits admits;
-  LoweringKind kind;
+  AccessPattern access;
 };
 
 inline constexpr int kNumOps = 0

@@ -13,7 +13,7 @@ absl::Status node_error(const Node&, std::string_view what) { return absl::Inval
 absl::Status check_node(const Node& node) {
   const OpInfo& info = op_info(node.op());
   const auto operands = node.operands();
-  if (info.kind == LoweringKind::Reduce || info.kind == LoweringKind::View || info.kind == LoweringKind::Matmul) {
+  if (info.access == AccessPattern::Fold || info.access == AccessPattern::IndexMap || info.access == AccessPattern::Matmul) {
     auto result = structured_result(node.op(), operands, node.attrs(), &node.shape());
     if (!result.ok()) return result.status();
     if (result->first != node.dtype()) {
@@ -34,7 +34,7 @@ absl::Status check_node(const Node& node) {
     return node_error(node, fmt::format("shape {} differs from its operand's {}", shape_to_string(node.shape()),
                                         shape_to_string(operands[0]->shape())));
   }
-  if (info.kind == LoweringKind::Leaf || node.op() == OpKind::Cast) return absl::OkStatus();
+  if (info.access == AccessPattern::Leaf || node.op() == OpKind::Cast) return absl::OkStatus();
 
   const size_t first_value = info.dtype_rule == DTypeRule::Select ? 1 : 0;
   if (first_value == 1 && operands[0]->dtype() != DType::Bool) {

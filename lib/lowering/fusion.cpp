@@ -8,15 +8,15 @@
 namespace lazyjit::lowering {
 namespace {
 
-using ir::LoweringKind;
+using ir::AccessPattern;
 using ir::OpKind;
 
-LoweringKind kind_of(const ir::Graph& graph, int n) { return ir::op_info(graph.nodes[n]->op()).kind; }
+AccessPattern access_of(const ir::Graph& graph, int n) { return ir::op_info(graph.nodes[n]->op()).access; }
 
 /// Values that pass through memory: reductions and matmul products.
 bool is_boundary(const ir::Graph& graph, int n) {
-  const LoweringKind kind = kind_of(graph, n);
-  return kind == LoweringKind::Reduce || kind == LoweringKind::Matmul;
+  const AccessPattern kind = access_of(graph, n);
+  return kind == AccessPattern::Fold || kind == AccessPattern::Matmul;
 }
 
 /// The dims a reduction folds.
@@ -64,7 +64,7 @@ class Planner {
     for (int i = 0; i < n_; ++i) {
       if (cuts_[i]) add({KernelKind::Elementwise, i}, -1, i).spec.cut = i;
       if (!is_boundary(graph_, i)) continue;
-      if (kind_of(graph_, i) == LoweringKind::Matmul) {
+      if (access_of(graph_, i) == AccessPattern::Matmul) {
         if (packs_left(graph_, cuts_, i)) add({KernelKind::PackA, i}, -1, i);
         add({KernelKind::PackB, i}, -1, i);
         add({KernelKind::Matmul, i}, -1, i);
@@ -118,8 +118,8 @@ class Planner {
     std::vector<bool> elsewhere(n_, false);
     for (int i = n_; i-- > 0;) {  // users before their operands
       if (!in[i] || !computes(spec, i)) continue;
-      const LoweringKind kind = kind_of(graph_, i);
-      if (kind != LoweringKind::View && !(kind == LoweringKind::Elementwise && elsewhere[i])) continue;
+      const AccessPattern kind = access_of(graph_, i);
+      if (kind != AccessPattern::IndexMap && !(kind == AccessPattern::Elementwise && elsewhere[i])) continue;
       for (int operand : graph_.operands[i]) elsewhere[operand] = true;
     }
     std::vector<bool> direct(n_, false);
@@ -132,7 +132,7 @@ class Planner {
       stack.pop_back();
       if (direct[i]) continue;
       direct[i] = true;
-      if (kind_of(graph_, i) != LoweringKind::Elementwise || (cuts_[i] && i != spec.cut)) continue;
+      if (access_of(graph_, i) != AccessPattern::Elementwise || (cuts_[i] && i != spec.cut)) continue;
       for (int operand : graph_.operands[i]) stack.push_back(operand);
     }
     for (int i = 0; i < n_; ++i) direct[i] = direct[i] && !elsewhere[i];
@@ -154,7 +154,7 @@ class Planner {
     }
     for (int u : users_[b]) {
       const bool stage = std::find(spec.stages.begin(), spec.stages.end(), u) != spec.stages.end();
-      if (!mine[u] || !(stage || (at_element[u] && kind_of(graph_, u) == LoweringKind::Elementwise))) return false;
+      if (!mine[u] || !(stage || (at_element[u] && access_of(graph_, u) == AccessPattern::Elementwise))) return false;
     }
     return true;
   }
@@ -238,8 +238,8 @@ class Planner {
     for (int i = 0; i < n_; ++i) {
       if (!in[i]) continue;
       const ir::OpKind op = graph_.nodes[i]->op();
-      const LoweringKind kind = kind_of(graph_, i);
-      if (op == OpKind::Rand || op == OpKind::Randn || (kind != LoweringKind::Leaf && kind != LoweringKind::Elementwise) ||
+      const AccessPattern kind = access_of(graph_, i);
+      if (op == OpKind::Rand || op == OpKind::Randn || (kind != AccessPattern::Leaf && kind != AccessPattern::Elementwise) ||
           (cuts_[i] && i != spec.cut)) {
         spec.collapsed = false;  // the collapsed loop nest computes every node; it reads no temporaries
       }
@@ -250,7 +250,7 @@ class Planner {
       for (int u : users_[i]) {
         if (!in[u] || !computes(spec, u)) continue;
         const bool stage = std::find(spec.stages.begin(), spec.stages.end(), u) != spec.stages.end();
-        only_at_element = only_at_element && (stage || (at_element[u] && kind_of(graph_, u) == LoweringKind::Elementwise));
+        only_at_element = only_at_element && (stage || (at_element[u] && access_of(graph_, u) == AccessPattern::Elementwise));
       }
       if (only_at_element) spec.direct_reads.push_back(slot);
     }
@@ -320,9 +320,9 @@ std::vector<bool> chain_cuts(const ir::Graph& graph) {
   // not count: most become row stages of the kernel that reads them (x - max in softmax).
   std::vector<int> stream(n, -1);
   for (size_t i = 0; i < n; ++i) {
-    const LoweringKind kind = ir::op_info(graph.nodes[i]->op()).kind;
-    const bool stored = graph.parameter_slot[i] >= 0 || kind == LoweringKind::Matmul;
-    if (kind != LoweringKind::Elementwise && kind != LoweringKind::View) {
+    const AccessPattern kind = ir::op_info(graph.nodes[i]->op()).access;
+    const bool stored = graph.parameter_slot[i] >= 0 || kind == AccessPattern::Matmul;
+    if (kind != AccessPattern::Elementwise && kind != AccessPattern::IndexMap) {
       stream[i] = stored ? static_cast<int>(i) : -1;
       continue;
     }
@@ -337,7 +337,7 @@ std::vector<bool> chain_cuts(const ir::Graph& graph) {
     // A value that merges several streams (a residual stream: x + attention + MLP) and that
     // several ops read is stored once: recomputed, every later kernel would recompute the
     // whole sum, and the kernels of equal transformer blocks would differ by their depth.
-    const bool merges = kind == LoweringKind::Elementwise && stream[i] == -2 && users[i] >= 2;
+    const bool merges = kind == AccessPattern::Elementwise && stream[i] == -2 && users[i] >= 2;
     if (depth[i] >= kMaxFusedDepth || merges) {
       cuts[i] = true;
       depth[i] = 0;  // read back from memory by its users

@@ -128,8 +128,8 @@ Id GraphValues::compute(int node, const Index& index) {
     case OpKind::Randn: return k_.random(n.op(), n.dtype(), scalar(node), linear_of(node, index));
     default: break;
   }
-  switch (ir::op_info(n.op()).kind) {
-    case ir::LoweringKind::Elementwise: {
+  switch (ir::op_info(n.op()).access) {
+    case ir::AccessPattern::Elementwise: {
       std::vector<Id> args;
       for (int operand : graph_.operands[node]) {
         const auto bound = bound_.find(operand);  // (a bound value needs no index)
@@ -137,7 +137,7 @@ Id GraphValues::compute(int node, const Index& index) {
       }
       return k_.op(n.op(), n.dtype(), std::move(args));
     }
-    case ir::LoweringKind::View: return view(node, index);
+    case ir::AccessPattern::IndexMap: return view(node, index);
     default: break;
   }
   // Reductions and products are stages, bound values or buffers, never recomputed here.

@@ -151,7 +151,7 @@ class Rows {
   std::pair<int, int> kept_in_output() const {
     if (c.spec.stages.empty()) return {-1, -1};
     const int operand = c.graph.operands[c.spec.stages.back()][0];
-    if (ir::op_info(c.node(operand).op()).kind != ir::LoweringKind::Elementwise) return {-1, -1};
+    if (ir::op_info(c.node(operand).op()).access != ir::AccessPattern::Elementwise) return {-1, -1};
     if (c.node(operand).shape() != c.node(c.spec.domain).shape()) return {-1, -1};
     for (int r : c.spec.results) {
       const int root = c.graph.roots[r];
@@ -168,7 +168,7 @@ class Rows {
   /// value is read at the element being written).
   bool reaches(int from, int target) const {
     if (from == target) return true;
-    if (ir::op_info(c.node(from).op()).kind != ir::LoweringKind::Elementwise) return false;
+    if (ir::op_info(c.node(from).op()).access != ir::AccessPattern::Elementwise) return false;
     for (int operand : c.graph.operands[from]) {
       if (c.node(operand).rank() == c.node(from).rank() && c.node(operand).unit_dims() == c.node(from).unit_dims() &&
           reaches(operand, target)) {

@@ -324,7 +324,7 @@ class Verifier {
         break;
       case ExprKind::Op: {
         const ir::OpInfo& info = ir::op_info(static_cast<ir::OpKind>(e.op));
-        need(info.kind == ir::LoweringKind::Elementwise && static_cast<int>(e.operands.size()) == info.arity,
+        need(info.access == ir::AccessPattern::Elementwise && static_cast<int>(e.operands.size()) == info.arity,
              "an elementwise op with its arity");
         if (error_.empty() && info.dtype_rule == ir::DTypeRule::Select) {
           need(k_.exprs[e.operands[0]].dtype == DType::Bool && k_.exprs[e.operands[1]].dtype == e.dtype &&

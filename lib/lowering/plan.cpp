@@ -56,8 +56,8 @@ void plan_donation_candidates(const ir::Graph& graph, KernelPlan& plan) {
   std::vector<std::vector<bool>> regions(kernels.size());  // region_of each kernel, when first asked
   auto read_back = [&](int r) {  // by a kernel other than its writer
     const int stored = stored_value(graph, graph.roots[r]);
-    const ir::LoweringKind kind = ir::op_info(graph.nodes[stored]->op()).kind;
-    if (kind != ir::LoweringKind::Reduce && kind != ir::LoweringKind::Matmul) return false;
+    const ir::AccessPattern kind = ir::op_info(graph.nodes[stored]->op()).access;
+    if (kind != ir::AccessPattern::Fold && kind != ir::AccessPattern::Matmul) return false;
     for (size_t k = 0; k < kernels.size(); ++k) {
       if (static_cast<int>(k) == plan.writer_of[r]) continue;
       if (regions[k].empty()) regions[k] = region_of(graph, plan, kernels[k]);
