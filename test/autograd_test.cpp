@@ -323,6 +323,14 @@ void add_view_cases(CaseTable& t) {
   t.add("cat_dim1", OpKind::Cat, {{{a, 2}}, {{a, 1}}, {{a, 3}}}, [](const auto& x) { return cat({x[0], x[1], x[2]}, 1); });
   t.add("cat_dim_neg2", OpKind::Cat, {{{a, 1, c}}, {{a, 2, c}}, {{a, 1, c}}},
         [](const auto& x) { return cat({x[0], x[1], x[2]}, -2); });
+
+  // Repeated and missing indices: the cotangents of a repeated slice add up, a missing one is 0.
+  t.add("index_select_rows", OpKind::IndexSelect, {{{4, b}}}, [](const auto& x) {
+    return index_select(x[0], 0, Tensor::from_vector<int64_t>({3, 0, 3, 1, 3}, {5}));
+  });
+  t.add("index_select_middle", OpKind::IndexSelect, {{{a, 3, c}}}, [](const auto& x) {
+    return index_select(x[0], -2, Tensor::from_vector<int32_t>({2, 2}, {2}));
+  });
 }
 
 void add_matmul_cases(CaseTable& t) {

@@ -359,7 +359,8 @@ std::vector<std::shared_ptr<HostData>> run(const ir::Graph& graph, const Compile
   for (size_t k = 0; k < code.kernels().size(); ++k) {
     const int64_t n = sizes[code.kernels()[k].count];
     const int64_t mid = std::min(split, n);
-    lowering::bind_frame(code.kernels()[k].frame, buffers.data(), shapes.data(), scalars.data(), frame);
+    int64_t status = 0;
+    lowering::bind_frame(code.kernels()[k].frame, buffers.data(), shapes.data(), scalars.data(), &status, frame);
     if (mid > 0) code.function(k)(frame.args.data(), frame.dims.data(), 0, mid);
     if (n > mid) code.function(k)(frame.args.data(), frame.dims.data(), mid, n);
   }
@@ -471,7 +472,7 @@ TEST(JitCompilerTest, EachDistinctKernelIsCompiledOnce) {
   EXPECT_EQ(first_report.kernel_cache_hits, 0);
   for (const lowering::KernelSpec& kernel : plan.kernels) {  // each kernel's code is in the dumps
     EXPECT_THAT(artifacts.assembly, HasSubstr(kernel.symbol + ":"));
-    EXPECT_THAT(artifacts.optimized_ir, HasSubstr("define void @" + kernel.symbol + "("));
+    EXPECT_THAT(artifacts.optimized_ir, HasSubstr("define i32 @" + kernel.symbol + "("));
   }
   expect_matches_interpreter(g.graph, run(g.graph, **first));
   EXPECT_EQ(jit.loaded_kernels(), 2);

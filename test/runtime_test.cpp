@@ -142,18 +142,20 @@ struct Visits {
   std::atomic<bool> bad_range{false};
   const int64_t* expected_shapes = nullptr;
   std::atomic<bool> bad_shapes{false};
+  int64_t fail_at = -1;  // the index whose chunk returns status 3
   explicit Visits(int64_t n) : count(static_cast<size_t>(n)) {}
 };
 
-void fake_kernel(void* const* buffers, const int64_t* shapes, int64_t begin, int64_t end) {
+int32_t fake_kernel(void* const* buffers, const int64_t* shapes, int64_t begin, int64_t end) {
   auto* visits = static_cast<Visits*>(buffers[0]);
   visits->calls.fetch_add(1);
   if (shapes != visits->expected_shapes) visits->bad_shapes = true;
   if (begin < 0 || begin >= end || end > static_cast<int64_t>(visits->count.size())) {
     visits->bad_range = true;
-    return;
+    return 0;
   }
   for (int64_t i = begin; i < end; ++i) visits->count[i].fetch_add(1, std::memory_order_relaxed);
+  return begin <= visits->fail_at && visits->fail_at < end ? 3 : 0;
 }
 
 void expect_each_index_once(int threads, int64_t n) {
@@ -201,6 +203,21 @@ TEST(ExecutorTest, LargeRunsOnSeveralThreadsInChunks) {
   int64_t wrong = 0;
   for (int64_t i = 0; i < n; ++i) wrong += visits.count[i].load() != 1;
   EXPECT_EQ(wrong, 0);
+}
+
+// A kernel's status word comes back from whichever chunk failed, inline or split.
+TEST(ExecutorTest, ReturnsTheStatusOfTheChunkThatFailed) {
+  Executor executor(4);
+  for (int64_t n : {int64_t{10}, Executor::kInlineLimit * 8}) {
+    for (int64_t fail_at : {int64_t{-1}, int64_t{0}, n - 1}) {
+      Visits visits(n);
+      visits.fail_at = fail_at;
+      const int64_t shapes[] = {n};
+      visits.expected_shapes = shapes;
+      void* buffers[] = {&visits};
+      EXPECT_EQ(executor.run(&fake_kernel, buffers, shapes, n), fail_at < 0 ? 0 : 3) << n << " " << fail_at;
+    }
+  }
 }
 
 TEST(ExecutorTest, NonPositiveThreadCountMeansOne) {
@@ -341,7 +358,7 @@ TEST_F(GraphExecutorTest, DumpDoesNotRun) {
   auto y = pending(ir::OpKind::Exp, {x->ir_value()});
   const std::string text = graph_executor_->dump({y}, DumpFormat::LazyIr);
   EXPECT_THAT(text, HasSubstr("%1 = exp %0 : float32[3]"));
-  EXPECT_THAT(graph_executor_->dump({y}, DumpFormat::LlvmIr), HasSubstr("define void @lj_"));
+  EXPECT_THAT(graph_executor_->dump({y}, DumpFormat::LlvmIr), HasSubstr("define i32 @lj_"));
   EXPECT_TRUE(y->pending());
   EXPECT_EQ(counters_.compiles.load(), 0);
   EXPECT_EQ(counters_.graphs_executed.load(), 0);

@@ -125,6 +125,10 @@ Tensor expand(const Tensor& t, std::vector<int64_t> shape);
 Tensor slice(const Tensor& t, int64_t dim, int64_t start, int64_t end, int64_t step = 1);
 /// The tensors one after another along `dim` (dtypes promote; other dims must agree).
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim);
+/// The slices of `t` along `dim` at `index` (int32 or int64, rank 0 or 1), in its order:
+/// result[..., i, ...] = t[..., index[i], ...]. An index outside [0, size of dim) is an Error
+/// at the materialisation that reads it (no tensor of that graph is assigned).
+Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index);
 /// Removes `dim` when its size is 1 (else returns `t` unchanged, as PyTorch).
 Tensor squeeze(const Tensor& t, int64_t dim);
 /// Inserts a dim of size 1 at `dim` (in [-rank-1, rank]).

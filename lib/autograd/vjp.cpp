@@ -113,6 +113,24 @@ std::vector<Tensor> cat_backward(const Tensor& g, const ir::Node& node) {
   return cotangents;
 }
 
+/// The cotangent of index_select's operand: slice i of g added into slice index[i] along the
+/// dim (repeated indices add up), as a one-hot [size, n] matrix times g with the dim first.
+/// Deterministic, but O(size * n) work: a scatter (index_add) will replace it.
+Tensor index_select_backward(const Tensor& g, const Tensor& a, const Tensor& index, const ir::Node& node) {
+  const int64_t dim = node.attrs()[0];
+  const int64_t size = a.shape()[dim], n = g.shape()[dim];
+  const Tensor one_hot = eq(reshape(arange(size), {size, 1}), reshape(index.to(DType::Int64), {1, n})).to(g.dtype());
+  std::vector<int64_t> perm = {dim};
+  for (int64_t d = 0; d < g.dim(); ++d) {
+    if (d != dim) perm.push_back(d);
+  }
+  const Tensor moved = permute(g, perm);
+  std::vector<int64_t> shape = moved.shape();
+  const Tensor summed = matmul(one_hot, reshape(moved, {n, -1}));
+  shape[0] = size;
+  return permute(reshape(summed, shape), inverse_permutation(ir::Node::Attrs(perm.begin(), perm.end())));
+}
+
 }  // namespace
 
 Differentiability differentiability(ir::OpKind op) {

@@ -6,6 +6,8 @@
 #include "ir/dtype_dispatch.h"
 #include "ir/philox.h"
 #include "ir/scalar_semantics.h"
+#include "ir/structured.h"
+#include "lazyjit/error.h"
 
 namespace lazyjit::ir {
 namespace {
@@ -227,6 +229,15 @@ HostTensor eval_view(const Node& node, const std::vector<const HostTensor*>& arg
       case OpKind::Slice: {
         const int64_t dim = node.attrs()[0];
         index[dim] = node.attrs()[1] + node.attrs()[2] * index[dim];
+        from = ravel(index, source->shape);
+        break;
+      }
+      case OpKind::IndexSelect: {
+        const int64_t dim = node.attrs()[0];
+        const HostTensor& indices = *args[1];
+        const int64_t at = indices.dtype == DType::Int32 ? get<int32_t>(indices, index[dim]) : get<int64_t>(indices, index[dim]);
+        if (at < 0 || at >= source->shape[dim]) throw Error(index_error(node.op(), node.attrs(), at, source->shape[dim]));
+        index[dim] = at;
         from = ravel(index, source->shape);
         break;
       }

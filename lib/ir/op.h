@@ -23,6 +23,7 @@ enum class DTypeRule : uint8_t {
   Select,   // the dtype of operands 1 and 2 (operand 0 is the Bool condition)
   Sum,      // Int64 for bool and integer operands, else the operand's dtype
   Index,    // Int64
+  First,    // the first operand's dtype; the others are indices (int32 or int64)
 };
 
 /// Which operand dtypes an op accepts once promoted.

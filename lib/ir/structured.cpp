@@ -121,6 +121,33 @@ absl::StatusOr<Shape> cat_shape(std::span<const NodePtr> operands, const Node::A
   return out;
 }
 
+/// The dtype of an op that indexes its first operand with the others (DTypeRule::First).
+absl::StatusOr<DType> indexed_dtype(const OpInfo& info, std::span<const NodePtr> operands) {
+  for (const NodePtr& index : operands.subspan(1)) {
+    if (index->dtype() != DType::Int32 && index->dtype() != DType::Int64) {
+      return invalid(fmt::format("{}: indices must be int32 or int64, got {}", info.name, dtype_name(index->dtype())));
+    }
+  }
+  if (!admits_dtype(info.admits, operands[0]->dtype())) {
+    return invalid(fmt::format("{}: {} operands are not supported", info.name, dtype_name(operands[0]->dtype())));
+  }
+  return operands[0]->dtype();
+}
+
+absl::StatusOr<Shape> index_select_shape(const Shape& in, const Shape& index, const Node::Attrs& attrs) {
+  if (attrs.size() != 1) return invalid("index_select: expected attrs {dim}");
+  const int64_t dim = attrs[0];
+  if (dim < 0 || dim >= static_cast<int64_t>(in.size())) {
+    return invalid(fmt::format("index_select: dim {} is out of range for a tensor of rank {}", dim, in.size()));
+  }
+  if (index.size() != 1) {
+    return invalid(fmt::format("index_select: the index must have rank 1, got shape {}", shape_to_string(index)));
+  }
+  Shape out = in;
+  out[dim] = index[0];
+  return out;
+}
+
 absl::StatusOr<Shape> matmul_shape(const Shape& a, const Shape& b) {
   if (a.size() < 2 || b.size() < 2) {
     return invalid(fmt::format("matmul: operands must have rank 2 or more here, got {} and {}", shape_to_string(a),
@@ -150,7 +177,8 @@ absl::StatusOr<std::pair<DType, Shape>> structured_result(OpKind op, std::span<c
     return invalid(fmt::format("{}: expected {} operands, got {}", info.name, info.arity, operands.size()));
   }
   if (operands.empty()) return invalid(fmt::format("{}: expected operands", info.name));
-  absl::StatusOr<DType> dtype = common_dtype(info, operands);
+  absl::StatusOr<DType> dtype =
+      info.dtype_rule == DTypeRule::First ? indexed_dtype(info, operands) : common_dtype(info, operands);
   if (!dtype.ok()) return dtype.status();
   const Shape& in = operands[0]->shape();
   auto needs_given = [&]() -> absl::Status {
@@ -192,6 +220,9 @@ absl::StatusOr<std::pair<DType, Shape>> structured_result(OpKind op, std::span<c
     case OpKind::Cat:
       shape = cat_shape(operands, attrs);
       break;
+    case OpKind::IndexSelect:
+      shape = index_select_shape(in, operands[1]->shape(), attrs);
+      break;
     case OpKind::Matmul:
       shape = matmul_shape(in, operands[1]->shape());
       break;
@@ -214,6 +245,10 @@ absl::StatusOr<NodePtr> make_structured(OpKind op, Node::Operands operands, Node
   if (!result.ok()) return result.status();
   auto& [dtype, shape] = *result;
   return std::make_shared<Node>(op, dtype, std::move(shape), std::move(operands), std::move(attrs));
+}
+
+std::string index_error(OpKind op, const Node::Attrs& attrs, int64_t index, int64_t size) {
+  return fmt::format("{}: index {} is out of range for dim {} of size {}", op_name(op), index, attrs[0], size);
 }
 
 NodePtr make_random(OpKind op, int64_t seed, DType dtype, Shape shape) {

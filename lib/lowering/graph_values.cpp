@@ -163,6 +163,21 @@ Id GraphValues::view(int node, const Index& index) {
       in.dims[d] = k_.add(k_.index(n.attrs()[1]), k_.mul(in.dims[d], k_.index(n.attrs()[2])));
       return at(operand, in);
     }
+    case OpKind::IndexSelect: {
+      // The index is read and checked against the operand's dim before any element is read
+      // at it: an index out of range fails the kernel (its status word), never reads memory.
+      Index in{dims_of(node, index)};
+      const int d = static_cast<int>(n.attrs()[0]);
+      const Id picked = k_.convert(at(graph_.operands[node][1], Index{{in.dims[d]}}), DType::Int64);
+      const Id inside = k_.op(OpKind::LogicalAnd, DType::Bool,
+                              {k_.op(OpKind::Ge, DType::Bool, {picked, k_.index(0)}),
+                               k_.op(OpKind::Lt, DType::Bool, {picked, dim(operand, d)})});
+      const int code = k_.check(inside, picked, buffer(KernelFrame::kStatus, DType::Int64));
+      frame_.checks.resize(code);
+      frame_.checks[code - 1] = {node, offsets_[operand] + d};
+      in.dims[d] = picked;
+      return at(operand, in);
+    }
     case OpKind::Cat: {
       // Every part is read at its clamped index and the right one selected: no branches in
       // the loop, so it still vectorises.

@@ -13,11 +13,21 @@ namespace lazyjit::lowering {
 /// parallel loop (elements, rows, panels or tiles: see KernelKind). Its arguments are its own
 /// frame (KernelFrame; the kernel IR's frame, kir.h), numbered in the order its kernel IR
 /// first uses them, so its code does not depend on the graph around it:
-///   args: the buffers it reads and writes, then its scalar frame if it reads scalars (8
-///         bytes per scalar: an int64 or a double; a Rand/Randn leaf's seed)
+///   args: the buffers it reads and writes (and its status record, one int64, if it checks
+///         data), then its scalar frame if it reads scalars (8 bytes per scalar: an int64 or
+///         a double; a Rand/Randn leaf's seed)
 ///   dims: the sizes it reads
-/// Generated code has no threads of its own; the runtime splits [0, count) among threads.
-using KernelFn = void (*)(void* const* args, const int64_t* dims, int64_t begin, int64_t end);
+/// It returns its status word: 0, or the code of the check that failed (1 for its first,
+/// KernelFrame::checks), with the offending value in its status record. Generated code has
+/// no threads of its own; the runtime splits [0, count) among threads.
+using KernelFn = int32_t (*)(void* const* args, const int64_t* dims, int64_t begin, int64_t end);
+
+/// What a kernel's check tests, for the runtime's error: an index of `node` (an IndexSelect)
+/// must be in [0, the shape-table entry `bound`).
+struct KernelCheck {
+  int node;
+  int bound;
+};
 
 /// Where a kernel's arguments come from in the graph's tables, filled when its kernel IR is built.
 /// The graph's buffer array holds the parameters (in slot order), one buffer per result, the
@@ -25,9 +35,11 @@ using KernelFn = void (*)(void* const* args, const int64_t* dims, int64_t begin,
 /// shape table holds every node's dims in post-order (shape_table in fusion.h).
 struct KernelFrame {
   static constexpr int kScalars = -1;  ///< in `buffers`: the kernel's scalar frame
-  std::vector<int> buffers = {};  ///< per argument: its index in the graph's buffer array, or kScalars
+  static constexpr int kStatus = -2;   ///< in `buffers`: the run's status record
+  std::vector<int> buffers = {};  ///< per argument: its index in the graph's buffer array, kScalars or kStatus
   std::vector<int> dims = {};     ///< per dim slot: its offset in the graph's shape table
   std::vector<int> scalars = {};  ///< per scalar slot: its index in the graph's scalar table
+  std::vector<KernelCheck> checks = {};  ///< per check code - 1: what it tests
 };
 
 /// A kernel's frame filled from a graph's tables, ready for a call.
@@ -38,9 +50,9 @@ struct BoundFrame {
 };
 
 /// Fills `bound` (kept across calls to reuse its memory) with `frame`'s slots from a graph's
-/// buffer array, shape table and scalar table (8 bytes per slot).
+/// buffer array, shape table and scalar table (8 bytes per slot), and the run's status record.
 inline void bind_frame(const KernelFrame& frame, void* const* buffers, const int64_t* shapes, const void* scalar_table,
-                       BoundFrame& bound) {
+                       int64_t* status, BoundFrame& bound) {
   bound.scalars.resize(frame.scalars.size());
   for (size_t i = 0; i < frame.scalars.size(); ++i) {
     std::memcpy(&bound.scalars[i], static_cast<const char*>(scalar_table) + 8 * frame.scalars[i], 8);
@@ -48,7 +60,9 @@ inline void bind_frame(const KernelFrame& frame, void* const* buffers, const int
   bound.args.resize(frame.buffers.size());
   for (size_t i = 0; i < frame.buffers.size(); ++i) {
     const int b = frame.buffers[i];
-    bound.args[i] = b == KernelFrame::kScalars ? static_cast<void*>(bound.scalars.data()) : buffers[b];
+    bound.args[i] = b == KernelFrame::kScalars  ? static_cast<void*>(bound.scalars.data())
+                    : b == KernelFrame::kStatus ? static_cast<void*>(status)
+                                                : buffers[b];
   }
   bound.dims.resize(frame.dims.size());
   for (size_t i = 0; i < frame.dims.size(); ++i) bound.dims[i] = shapes[frame.dims[i]];

@@ -169,6 +169,36 @@ void Builder::matmul(MicroKernel micro) {
   emit(std::move(s));
 }
 
+size_t Builder::depth(Id e) const {
+  std::vector<Id> stack = {e};
+  std::vector<bool> seen(kernel_.exprs.size(), false);
+  size_t deepest = 0;
+  while (!stack.empty()) {
+    const Expr& x = kernel_.exprs[stack.back()];
+    stack.pop_back();
+    if (x.kind == ExprKind::Var) {
+      for (size_t d = deepest; d < open_.size(); ++d) {
+        if (open_[d].slot == x.slot) deepest = d + 1;
+      }
+    }
+    for (Id o : x.operands) {
+      if (!seen[o]) stack.push_back(o);
+      seen[o] = true;
+    }
+  }
+  return deepest;
+}
+
+int Builder::check(Id cond, Id value, int status_buffer) {
+  kernel_.buffers[status_buffer].written = true;
+  Stmt s{Stmt::Kind::Check, status_buffer};
+  s.code = ++kernel_.num_checks;
+  s.values = {cond, value};
+  const size_t at = std::max(depth(cond), depth(value));
+  (at == 0 ? kernel_.body : open_[at - 1].body).push_back(std::move(s));
+  return kernel_.num_checks;
+}
+
 namespace {
 
 constexpr const char* kIndexOps[] = {"add", "sub", "mul", "div", "rem", "min", "max"};
@@ -235,6 +265,10 @@ void print_body(const std::vector<Stmt>& body, int depth, std::string& out) {
         break;
       case Stmt::Kind::Fold:
         out += fmt::format("{}l{} = {}(l{}, %{})\n", indent, s.slot, ir::op_name(s.op), s.slot, s.values[0]);
+        break;
+      case Stmt::Kind::Check:
+        out += fmt::format("{}check %{} else fail {} with %{} into b{}\n", indent, s.values[0], s.code, s.values[1],
+                           s.slot);
         break;
       case Stmt::Kind::Matmul: {
         const MicroKernel& m = s.micro;
@@ -392,6 +426,20 @@ class Verifier {
           for (Id o : s.offsets) index_use(o, "an assignment");
           use(s.values[0], "an assignment");
           if (error_.empty() && k_.exprs[s.values[0]].dtype != l.dtype) fail(fmt::format("an assignment of %{} to l{} of another dtype", s.values[0], s.slot));
+          break;
+        }
+        case Stmt::Kind::Check: {
+          if (s.values.size() != 2) return fail("a check needs a condition and a value");
+          use(s.values[0], "a check");
+          use(s.values[1], "a check");
+          if (!error_.empty()) return;
+          if (k_.exprs[s.values[0]].dtype != DType::Bool) return fail("a check's condition is not Bool");
+          if (k_.exprs[s.values[1]].dtype != DType::Int64) return fail("a check's value is not Int64");
+          if (s.slot < 0 || static_cast<size_t>(s.slot) >= k_.buffers.size() || k_.buffers[s.slot].dtype != DType::Int64 ||
+              !k_.buffers[s.slot].written) {
+            return fail(fmt::format("check {}: b{} is not a written Int64 status buffer", s.code, s.slot));
+          }
+          if (s.code < 1 || s.code > k_.num_checks) return fail(fmt::format("check code {} of {}", s.code, k_.num_checks));
           break;
         }
         case Stmt::Kind::Matmul: {

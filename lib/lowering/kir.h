@@ -69,15 +69,20 @@ struct MicroKernel {
 /// A Fold combines a value into a local accumulator (`l = op(l, value)`, op Add, Maximum or
 /// Minimum); its order is the loops' order, except that a float sum may keep partial sums
 /// in vector lanes (the same lanes on every run, whatever the thread count).
+/// A Check ends the kernel when its condition is false: it writes the offending value to
+/// its status buffer (one Int64, which any failing thread may write) and returns its code,
+/// the kernel status word (kernel_abi.h); the runtime reports it and assigns no result.
 struct Stmt {
-  enum class Kind : uint8_t { For, Store, Assign, Fold, Matmul };
+  enum class Kind : uint8_t { For, Store, Assign, Fold, Matmul, Check };
   Kind kind;
-  int slot = -1;                ///< For: its variable; Assign, Fold: the local
+  int slot = -1;                ///< For: its variable; Assign, Fold: the local; Check: the status buffer
+  int code = 0;                 ///< Check: its code, 1 for the kernel's first check, 2 for the next
   ir::OpKind op = ir::OpKind::Add;  ///< Fold: the combine
   Id lo = kNone, hi = kNone;    ///< For: [lo, hi)
   std::vector<int> buffers = {};  ///< Store: per value, its buffer slot
   std::vector<Id> offsets = {};   ///< Store: per value, its element; Assign, Fold: the element (array local) or none
-  std::vector<Id> values = {};    ///< Store: the values; Assign, Fold: the one value
+  std::vector<Id> values = {};    ///< Store: the values; Assign, Fold: the one value; Check: the
+                                  ///< condition (Bool) and the offending value (Int64)
   std::vector<Stmt> body = {};    ///< For
   MicroKernel micro = {};         ///< Matmul
 };
@@ -104,6 +109,7 @@ struct Kernel {
   int num_scalars = 0;
   std::vector<Local> locals;
   int num_vars = 0;
+  int num_checks = 0;
   std::vector<Expr> exprs;
   Id count = kNone;           ///< iterations of the parallel loop, over dims
   Id work = kNone;            ///< elements of work in one iteration (the runtime's split hint)
@@ -164,6 +170,10 @@ class Builder {
   void assign(int local, Id value, Id offset = kNone);
   void fold(int local, ir::OpKind combine, Id value);
   void matmul(MicroKernel micro);
+  /// Fails the kernel with `value` unless `cond` holds; returns the check's code. It is placed
+  /// in the innermost open loop whose variable it uses (before that loop's later
+  /// statements), so a check of a row's index runs once per row, not per element.
+  int check(Id cond, Id value, int status_buffer);
   /// for (v = lo; v < hi; ++v) body(v).
   template <class F>
   void loop(Id lo, Id hi, F&& body) {
@@ -180,6 +190,10 @@ class Builder {
  private:
   Id add(Expr e);
   void emit(Stmt s);
+
+  /// How many of the open loops `e` depends on: 1 + the position in open_ of the innermost
+  /// loop whose variable it uses, or 0.
+  size_t depth(Id e) const;
 
   Kernel kernel_;
   std::vector<Stmt> open_;  // loops being built, innermost last

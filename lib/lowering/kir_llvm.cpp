@@ -7,6 +7,7 @@
 #include "ir/philox.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/MDBuilder.h"
 #include "lowering/elementwise.h"
 #include "lowering/internal_error.h"
 #include "lowering/kernel_abi.h"
@@ -97,7 +98,7 @@ class Emitter {
       locals_.push_back(slot);
     }
     body(k_.body);
-    b_.CreateRetVoid();
+    b_.CreateRet(b_.getInt32(0));
   }
 
  private:
@@ -229,8 +230,25 @@ class Emitter {
           matmul(s.micro);
           forget(0, bit(s.micro.tile));
           break;
+        case Stmt::Kind::Check: check(s); break;
       }
     }
+  }
+
+  /// Unless the condition holds: the offending value to the status buffer, and return the
+  /// check's code. Threads that fail at once each write a value of their own: one of them stays.
+  void check(const Stmt& s) {
+    Value* ok = value(s.values[0]);
+    Value* offending = value(s.values[1]);
+    auto* fail = llvm::BasicBlock::Create(ctx_, "check" + std::to_string(s.code) + ".fail", body_);
+    auto* pass = llvm::BasicBlock::Create(ctx_, "check" + std::to_string(s.code) + ".ok", body_);
+    llvm::MDBuilder weights(ctx_);
+    b_.CreateCondBr(ok, pass, fail, weights.createLikelyBranchWeights());
+    b_.SetInsertPoint(fail);
+    llvm::StoreInst* store = b_.CreateAlignedStore(offending, body_->getArg(s.slot), llvm::Align(8));
+    store->setAtomic(llvm::AtomicOrdering::Monotonic);
+    b_.CreateRet(b_.getInt32(s.code));
+    b_.SetInsertPoint(pass);
   }
 
   Value* combine(ir::OpKind op, DType dtype, Value* current, Value* v) {
@@ -341,13 +359,13 @@ void emit_llvm(const kir::Kernel& kernel, const std::string& symbol, llvm::Modul
   std::vector<llvm::Type*> params(pointers + 1, ptr);  // the buffers, the scalar frame, the dims
   params.push_back(i64);
   params.push_back(i64);
-  auto* body = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), params, false),
+  auto* body = llvm::Function::Create(llvm::FunctionType::get(b.getInt32Ty(), params, false),
                                       llvm::Function::InternalLinkage, symbol + ".body", module);
   body->addFnAttr(llvm::Attribute::NoUnwind);
   for (unsigned i = 0; i <= pointers; ++i) body->addParamAttr(i, llvm::Attribute::NoAlias);
   Emitter(kernel, body).emit();
 
-  auto* entry = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr, i64, i64}, false),
+  auto* entry = llvm::Function::Create(llvm::FunctionType::get(b.getInt32Ty(), {ptr, ptr, i64, i64}, false),
                                        llvm::Function::ExternalLinkage, symbol, module);
   entry->addFnAttr(llvm::Attribute::NoUnwind);
   const char* names[] = {"args", "dims", "begin", "end"};
@@ -356,8 +374,7 @@ void emit_llvm(const kir::Kernel& kernel, const std::string& symbol, llvm::Modul
   std::vector<Value*> args;
   for (unsigned k = 0; k < pointers; ++k) args.push_back(b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, entry->getArg(0), k)));
   for (int i = 1; i < 4; ++i) args.push_back(entry->getArg(i));
-  b.CreateCall(body, args);
-  b.CreateRetVoid();
+  b.CreateRet(b.CreateCall(body, args));
 }
 
 }  // namespace lazyjit::lowering

@@ -68,10 +68,19 @@ void plan_donation_candidates(const ir::Graph& graph, KernelPlan& plan) {
   for (size_t r = 0; r < num_results; ++r) {
     const ir::Node& result = *graph.nodes[graph.roots[r]];
     if (result.op() == ir::OpKind::Parameter) continue;  // a copy of an input keeps both
-    const KernelSpec& writer = kernels[plan.writer_of[r]];
+    const int w = plan.writer_of[r];
+    const KernelSpec& writer = kernels[w];
     const bool in_place = writer.kind == KernelKind::Elementwise || writer.kind == KernelKind::Matmul ||
                           (writer.kind == KernelKind::Rows && !writer.stages.empty());
     if (!in_place || read_back(static_cast<int>(r))) continue;
+    // A kernel that checks data may fail halfway, and its inputs must still hold their
+    // values then: it writes no donated buffer (writers of donated buffers run last).
+    if (regions[w].empty()) regions[w] = region_of(graph, plan, writer);
+    bool checks = false;
+    for (size_t n = 0; n < graph.nodes.size() && !checks; ++n) {
+      checks = regions[w][n] && graph.nodes[n]->op() == ir::OpKind::IndexSelect;
+    }
+    if (checks) continue;
     for (size_t slot = 0; slot < graph.parameters.size(); ++slot) {
       const ir::Node& parameter = *graph.parameters[slot];
       if (parameter.dtype() != result.dtype() || parameter.rank() != result.rank()) continue;

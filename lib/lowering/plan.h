@@ -25,7 +25,8 @@ void plan_temp_sizes(const ir::Graph& graph, KernelPlan& plan);
 /// buffer of parameter p when they have one dtype and rank, and r's kernel reads p, if at
 /// all, only at the element it writes (a view or a row would read elements it overwrote).
 /// Not a result that a later kernel reads back from memory (a product or a reduction that
-/// is also a result: writers of donated buffers run last, after that reader). The runtime
+/// is also a result: writers of donated buffers run last, after that reader), nor one whose
+/// kernel checks data (an index): a failed run must leave every input as it was. The runtime
 /// adds the dynamic half (runtime/donation.h): shapes, and who else holds the buffer.
 void plan_donation_candidates(const ir::Graph& graph, KernelPlan& plan);
 

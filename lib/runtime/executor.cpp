@@ -2,6 +2,7 @@
 #include "runtime/executor.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "tbb/blocked_range.h"
 #include "tbb/parallel_for.h"
@@ -20,23 +21,27 @@ Executor::Executor(int num_threads)
 
 Executor::~Executor() = default;
 
-void Executor::run(lowering::KernelFn kernel, void* const* args, const int64_t* dims, int64_t n, int64_t work) const {
-  if (n <= 0) return;
+int32_t Executor::run(lowering::KernelFn kernel, void* const* args, const int64_t* dims, int64_t n, int64_t work) const {
+  if (n <= 0) return 0;
   work = std::max<int64_t>(work, 1);
-  if (n * work <= kInlineLimit || n == 1 || num_threads_ == 1) {
-    kernel(args, dims, 0, n);
-    return;
-  }
+  if (n * work <= kInlineLimit || n == 1 || num_threads_ == 1) return kernel(args, dims, 0, n);
   // One contiguous chunk per thread (static partitioning): streaming kernels want long
   // unit-stride runs, and the work per iteration is uniform. Chunks hold at least half the
   // inline limit's work, so a medium tensor does not wake every thread.
   const int64_t grain = std::max<int64_t>((kInlineLimit / 2 + work - 1) / work, (n + num_threads_ - 1) / num_threads_);
+  std::atomic<int32_t> status{0};  // the first failed chunk's
   arena_->arena.execute([&] {
     tbb::parallel_for(
         tbb::blocked_range<int64_t>(0, n, grain),
-        [&](const tbb::blocked_range<int64_t>& r) { kernel(args, dims, r.begin(), r.end()); },
+        [&](const tbb::blocked_range<int64_t>& r) {
+          if (const int32_t s = kernel(args, dims, r.begin(), r.end()); s != 0) {
+            int32_t none = 0;
+            status.compare_exchange_strong(none, s, std::memory_order_relaxed);
+          }
+        },
         tbb::static_partitioner());
   });
+  return status.load(std::memory_order_relaxed);
 }
 
 }  // namespace lazyjit::runtime

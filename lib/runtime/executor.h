@@ -19,8 +19,9 @@ class Executor {
   int num_threads() const { return num_threads_; }
 
   /// Runs `kernel` with its bound frame (`args`, `dims`) over iterations [0, n), each about
-  /// `work` elements of work. Blocks until done.
-  void run(lowering::KernelFn kernel, void* const* args, const int64_t* dims, int64_t n, int64_t work = 1) const;
+  /// `work` elements of work. Blocks until done. Returns the kernel's status word: 0, or the
+  /// code of a check that failed (of one of the failing threads, if several).
+  int32_t run(lowering::KernelFn kernel, void* const* args, const int64_t* dims, int64_t n, int64_t work = 1) const;
 
   /// Launches of up to this much work (iterations times work) run inline.
   static constexpr int64_t kInlineLimit = 1 << 15;

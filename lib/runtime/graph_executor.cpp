@@ -9,6 +9,7 @@
 #include "fmt/format.h"
 #include "ir/builder.h"
 #include "ir/printer.h"
+#include "ir/structured.h"
 #include "ir/verifier.h"
 #include "lazyjit/error.h"
 #include "lowering/lower.h"
@@ -159,10 +160,18 @@ void GraphExecutor::execute(const ir::Graph& graph, const codegen::CompiledGraph
 
   const Clock::time_point start = Clock::now();
   lowering::BoundFrame frame;
+  int64_t offending = 0;  // a failed check's value (threads that fail at once store it atomically)
   for (size_t k : order) {
     const lowering::KernelSpec& kernel = code.kernels()[k];
-    lowering::bind_frame(kernel.frame, buffers.data(), shapes.data(), scalars.data(), frame);
-    executor_.run(code.function(k), frame.args.data(), frame.dims.data(), sizes[kernel.count], sizes[kernel.work]);
+    lowering::bind_frame(kernel.frame, buffers.data(), shapes.data(), scalars.data(), &offending, frame);
+    const int32_t status =
+        executor_.run(code.function(k), frame.args.data(), frame.dims.data(), sizes[kernel.count], sizes[kernel.work]);
+    if (status != 0) {  // no result is assigned; donated buffers are written last, so none was yet
+      counters_.execute_ns.fetch_add(nanoseconds_since(start), std::memory_order_relaxed);
+      const lowering::KernelCheck& check = kernel.frame.checks.at(status - 1);
+      const ir::Node& node = *graph.nodes[check.node];
+      throw Error(ir::index_error(node.op(), node.attrs(), offending, shapes[check.bound]));
+    }
   }
   counters_.execute_ns.fetch_add(nanoseconds_since(start), std::memory_order_relaxed);
   counters_.kernels_launched.fetch_add(static_cast<int64_t>(code.kernels().size()), std::memory_order_relaxed);

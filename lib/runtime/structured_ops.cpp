@@ -369,6 +369,15 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   return pending(check(ir::make_structured(OpKind::Cat, std::move(operands), {d})));
 }
 
+Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index) {
+  ir::NodePtr x = value_of(t, "index_select");
+  ir::NodePtr i = value_of(index, "index_select");
+  if (x->rank() == 0) throw Error("index_select: a rank-0 tensor has no dim to select along");
+  const int64_t d = wrap_dim("index_select", dim, x->rank());
+  if (i->rank() == 0) i = reshape_node(std::move(i), {1});
+  return pending(check(ir::make_structured(OpKind::IndexSelect, {std::move(x), std::move(i)}, {d})));
+}
+
 Tensor squeeze(const Tensor& t, int64_t dim) {
   ir::NodePtr x = value_of(t, "squeeze");
   const int64_t d = wrap_dim_of("squeeze", dim, x->rank());

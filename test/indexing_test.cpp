@@ -1,0 +1,136 @@
+// Indexing ops (index_select) against the reference interpreter, and the kernel status word:
+// an index out of range is a lazyjit::Error naming the op, the index and the bound, raised
+// at the materialisation that finds it, with no tensor of that graph assigned and every
+// input, donated or not, as it was.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fmt/format.h"
+#include "lazyjit/lazyjit.h"
+#include "op_checks.h"
+
+namespace lazyjit {
+namespace {
+
+/// `n` indices in [0, size), int32 or int64, materialised.
+Tensor random_indices(std::mt19937& rng, int64_t n, int64_t size, DType dtype) {
+  std::vector<int64_t> v(n);
+  for (int64_t& i : v) i = size > 0 ? static_cast<int64_t>(rng() % size) : 0;
+  Tensor t = dtype == DType::Int32 ? Tensor::from_vector<int32_t>(std::vector<int32_t>(v.begin(), v.end()), {n})
+                                   : Tensor::from_vector<int64_t>(v, {n});
+  sync({t});
+  return t;
+}
+
+TEST(IndexSelectTest, MatchesTheInterpreterForEveryDtypeDimAndIndexType) {
+  std::mt19937 rng(41);
+  for (DType dtype : kAll) {
+    for (DType index_dtype : {DType::Int32, DType::Int64}) {
+      for (int trial = 0; trial < 6; ++trial) {
+        const int rank = 1 + static_cast<int>(rng() % 3);
+        Shape shape = random_shape(rng, rank);
+        const int64_t dim = static_cast<int64_t>(rng() % rank) - (trial % 2 ? rank : 0);  // some negative
+        const int64_t d = dim < 0 ? dim + rank : dim;
+        if (shape[d] == 0) shape[d] = 3;  // something to select from
+        const int64_t n = static_cast<int64_t>(rng() % 6);  // 0 included
+        const Tensor x = random_tensor(rng, shape, dtype);
+        const Tensor index = random_indices(rng, n, shape[d], index_dtype);
+        expect_matches(index_select(x, dim, index),
+                       fmt::format("index_select {} shape {} dim {} {} indices", dtype_name(dtype),
+                                   fmt::join(shape, "x"), dim, n));
+      }
+    }
+  }
+}
+
+TEST(IndexSelectTest, FusesWithProducersConsumersAndComputedIndices) {
+  std::mt19937 rng(43);
+  const Tensor x = random_tensor(rng, {7, 5}, DType::Float32);
+  const Tensor w = random_tensor(rng, {6, 4}, DType::Float64);
+  const Tensor index = random_indices(rng, 9, 7, DType::Int64);
+  expect_matches(index_select(exp(x) * 2.0, 0, index) + 1.0, "of a computed operand");
+  expect_matches(sum(index_select(x, 1, random_indices(rng, 3, 5, DType::Int32)), {1}), "into a fold", 3);
+  // The row of each column's maximum: indices computed in the same graph.
+  expect_matches(index_select(w, 0, reshape(argmax(x, 0), {5})) * 3.0, "at computed indices");
+  // A rank-0 index selects one slice and keeps the dim.
+  expect_matches(index_select(x, 0, Tensor::from_vector<int64_t>({4}, {})), "at a rank-0 index");
+  const Metrics before = metrics();
+  expect_matches(index_select(x, 0, index) * index_select(x, 0, index), "twice");
+  EXPECT_EQ(metrics().kernels_launched - before.kernels_launched, 1);
+}
+
+TEST(IndexSelectTest, AnIndexOutOfRangeIsAnErrorNamingTheIndexAndTheBound) {
+  const Tensor x = Tensor::from_vector<float>({0, 1, 2, 3, 4, 5}, {3, 2});
+  expect_error([&] { index_select(x, 0, Tensor::from_vector<int64_t>({0, 3}, {2})).to_vector<float>(); },
+               "index_select: index 3 is out of range for dim 0 of size 3");
+  expect_error([&] { index_select(x, 1, Tensor::from_vector<int32_t>({1, -1}, {2})).to_vector<float>(); },
+               "index_select: index -1 is out of range for dim 1 of size 2");
+  expect_error([&] { index_select(x, 0, Tensor::from_vector<int64_t>({int64_t{1} << 40}, {1})).to_vector<float>(); },
+               "index_select: index 1099511627776 is out of range for dim 0 of size 3");
+  expect_error([&] { index_select(zeros({0, 2}), 0, Tensor::from_vector<int64_t>({0}, {1})).to_vector<float>(); },
+               "index_select: index 0 is out of range for dim 0 of size 0");
+}
+
+TEST(IndexSelectTest, ABadIndexInALargeRunFailsTheRunWhicheverThreadFindsIt) {
+  const int64_t rows = 1 << 16;
+  const Tensor table = randn({16, 32}, 3);
+  for (int64_t bad_at : {int64_t{0}, rows / 2, rows - 1}) {
+    std::vector<int64_t> v(rows);
+    for (int64_t i = 0; i < rows; ++i) v[i] = i % 16;
+    v[bad_at] = 16 + bad_at % 5;
+    const Tensor y = index_select(table, 0, Tensor::from_vector<int64_t>(v, {rows})) * 2.0;
+    expect_error([&] { sync({y}); },
+                 fmt::format("index_select: index {} is out of range for dim 0 of size 16", 16 + bad_at % 5));
+  }
+}
+
+// The failed graph assigns nothing: its other results stay pending, and once the index is
+// fixed they materialise from the same inputs.
+TEST(IndexSelectTest, AFailedRunAssignsNoResult) {
+  const Tensor x = Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2});
+  Tensor bad = Tensor::from_vector<int64_t>({2}, {1});
+  const Tensor y = index_select(x, 0, bad) + 1.0;
+  const Tensor z = x * 10.0;
+  expect_error([&] { sync({y, z}); }, "index_select: index 2 is out of range for dim 0 of size 2");
+  EXPECT_TRUE(y.impl()->ir() != nullptr);
+  EXPECT_TRUE(z.impl()->ir() != nullptr);
+  EXPECT_EQ(z.to_vector<float>(), (std::vector<float>{10, 20, 30, 40}));
+}
+
+// At the step barrier a weight updated in place would give its buffer to the update's
+// result; a step whose lookup fails must leave the weight as it was, so the kernel that
+// checks runs before any kernel writes a donated buffer, and writes none itself.
+TEST(IndexSelectTest, AFailedStepLeavesDonatedInputsAsTheyWere) {
+  Tensor w = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {3, 2});
+  mark_step();
+  {  // a good step: the update of w takes over w's buffer
+    const Tensor rows = index_select(w, 0, Tensor::from_vector<int64_t>({2, 0}, {2}));
+    w -= 1.0;
+    const int64_t donations = metrics().donations;
+    mark_step();
+    EXPECT_GT(metrics().donations, donations);
+    EXPECT_EQ(rows.to_vector<float>(), (std::vector<float>{5, 6, 1, 2}));
+  }
+  const Tensor rows = index_select(w, 0, Tensor::from_vector<int64_t>({1, 3}, {2}));
+  w -= 1.0;
+  expect_error([&] { mark_step(); }, "index_select: index 3 is out of range for dim 0 of size 3");
+  // w alone: its update runs once, from the values the failed step left intact.
+  EXPECT_EQ(w.to_vector<float>(), (std::vector<float>{-1, 0, 1, 2, 3, 4}));
+}
+
+TEST(IndexSelectTest, BadArgumentsNameTheOpAndValues) {
+  const Tensor x = zeros({2, 3});
+  expect_error([&] { index_select(x, 2, Tensor::from_vector<int64_t>({0}, {1})); },
+               "index_select: dim 2 is out of range for a tensor of rank 2 (expected -2 to 1)");
+  expect_error([&] { index_select(x, 0, zeros({1})); }, "index_select: indices must be int32 or int64, got float32");
+  expect_error([&] { index_select(x, 0, Tensor::from_vector<int64_t>({0, 1}, {1, 2})); },
+               "index_select: the index must have rank 1, got shape [1,2]");
+  expect_error([&] { index_select(zeros({}), 0, Tensor::from_vector<int64_t>({0}, {1})); },
+               "index_select: a rank-0 tensor has no dim to select along");
+}
+
+}  // namespace
+}  // namespace lazyjit
