@@ -19,6 +19,7 @@
 
 #include "codegen/compile_cache.h"
 #include "codegen/jit_compiler.h"
+#include "codegen/kir_llvm.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/builder.h"
@@ -34,6 +35,7 @@ namespace lazyjit::codegen {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using Entry = CompileCache::Entry;
 
 // ---------------------------------------------------------------------------------------------
@@ -420,7 +422,7 @@ TEST(KernelFrameTest, TheSameKernelInTwoGraphsIsTheSameCode) {
   const lowering::KernelSpec& a = one.plan.kernels[0];
   const lowering::KernelSpec& b_kernel = two.plan.kernels[1];
   EXPECT_EQ(one.kernels[0].content, two.kernels[1].content);
-  EXPECT_EQ(lowering::module_text(lowering::module_of(one.kernels[0])), lowering::module_text(lowering::module_of(two.kernels[1])));
+  EXPECT_EQ(module_text(*emit_module(one.kernels[0]).module), module_text(*emit_module(two.kernels[1]).module));
   EXPECT_EQ(a.symbol, "lj_" + one.kernels[0].content.to_hex());
   EXPECT_NE(two.kernels[0].content, two.kernels[1].content);
   EXPECT_EQ(a.frame.buffers, (std::vector<int>{0, 1, 2, lowering::KernelFrame::kScalars}));
@@ -502,39 +504,45 @@ TEST(JitCompilerTest, CodeReadsSizesFromTheShapeTable) {
   expect_matches_interpreter(large.graph, run(large.graph, **code, 500));
 }
 
-/// A graph of one hand-written kernel: a function `name` that the verifier accepts or rejects.
-lowering::LoweredGraph hand_module(const std::string& name, bool valid, const std::string& callee = "") {
+/// A graph of one hand-written kernel, and its module: a function `name` that the verifier
+/// accepts or rejects.
+struct HandKernel {
   lowering::LoweredGraph lowered;
-  lowering::LoweredKernel& kernel = lowered.kernels.emplace_back();
-  kernel.context = std::make_unique<llvm::LLVMContext>();
-  kernel.module = std::make_unique<llvm::Module>("hand", *kernel.context);
+  std::vector<KernelModule> modules;
+};
+HandKernel hand_module(const std::string& name, bool valid, const std::string& callee = "") {
+  HandKernel hand;
+  lowering::LoweredKernel& kernel = hand.lowered.kernels.emplace_back();
   kernel.content = ir::hash_bytes(name + (valid ? "valid" : "invalid") + callee);
-  llvm::LLVMContext& ctx = *kernel.context;
+  KernelModule& m = hand.modules.emplace_back();
+  m.context = std::make_unique<llvm::LLVMContext>();
+  m.module = std::make_unique<llvm::Module>("hand", *m.context);
+  llvm::LLVMContext& ctx = *m.context;
   auto* ptr = llvm::PointerType::get(ctx, 0);
   auto* i64 = llvm::Type::getInt64Ty(ctx);
-  auto* type = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr, ptr, i64, i64}, false);
-  auto* fn = llvm::Function::Create(type, llvm::Function::ExternalLinkage, name, *kernel.module);
+  auto* type = llvm::FunctionType::get(llvm::Type::getInt32Ty(ctx), {ptr, ptr, i64, i64}, false);
+  auto* fn = llvm::Function::Create(type, llvm::Function::ExternalLinkage, name, *m.module);
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
   if (!callee.empty()) {
-    llvm::FunctionCallee f = kernel.module->getOrInsertFunction(callee, llvm::Type::getVoidTy(ctx));
+    llvm::FunctionCallee f = m.module->getOrInsertFunction(callee, llvm::Type::getVoidTy(ctx));
     b.CreateCall(f);
   }
-  if (valid) b.CreateRetVoid();  // else: a block without a terminator
-  return lowered;
+  if (valid) b.CreateRet(b.getInt32(0));  // else: a block without a terminator
+  return hand;
 }
 
 TEST(JitCompilerTest, InvalidIrIsAnError) {
-  lowering::LoweredGraph lowered = hand_module("bad_kernel", /*valid=*/false);
-  lowered.plan.kernels.push_back({.symbol = "bad_kernel", .domain = 0, .results = {0}});
-  absl::StatusOr<std::shared_ptr<const CompiledGraph>> code = jit().compile(std::move(lowered));
+  HandKernel hand = hand_module("bad_kernel", /*valid=*/false);
+  hand.lowered.plan.kernels.push_back({.symbol = "bad_kernel", .domain = 0, .results = {0}});
+  absl::StatusOr<std::shared_ptr<const CompiledGraph>> code = jit().compile(std::move(hand.lowered), std::move(hand.modules));
   ASSERT_FALSE(code.ok());
   EXPECT_THAT(code.status().message(), HasSubstr("generated LLVM IR is invalid"));
 }
 
 TEST(JitCompilerTest, MissingKernelSymbolIsAnErrorAndTheJitStillWorks) {
-  lowering::LoweredGraph lowered = hand_module("present_kernel", /*valid=*/true);
-  lowered.plan.kernels.push_back({.symbol = "missing_kernel", .domain = 0, .results = {0}});
-  absl::StatusOr<std::shared_ptr<const CompiledGraph>> code = jit().compile(std::move(lowered));
+  HandKernel hand = hand_module("present_kernel", /*valid=*/true);
+  hand.lowered.plan.kernels.push_back({.symbol = "missing_kernel", .domain = 0, .results = {0}});
+  absl::StatusOr<std::shared_ptr<const CompiledGraph>> code = jit().compile(std::move(hand.lowered), std::move(hand.modules));
   ASSERT_FALSE(code.ok());
   EXPECT_THAT(code.status().message(), HasSubstr("compiling missing_kernel: the module does not define it"));
 
@@ -545,9 +553,9 @@ TEST(JitCompilerTest, MissingKernelSymbolIsAnErrorAndTheJitStillWorks) {
 }
 
 TEST(JitCompilerTest, UnresolvedExternalIsAnErrorNamingIt) {
-  lowering::LoweredGraph lowered = hand_module("calls_nothing", /*valid=*/true, "lazyjit_test_no_such_function");
-  lowered.plan.kernels.push_back({.symbol = "calls_nothing", .domain = 0, .results = {0}});
-  absl::StatusOr<std::shared_ptr<const CompiledGraph>> code = jit().compile(std::move(lowered));
+  HandKernel hand = hand_module("calls_nothing", /*valid=*/true, "lazyjit_test_no_such_function");
+  hand.lowered.plan.kernels.push_back({.symbol = "calls_nothing", .domain = 0, .results = {0}});
+  absl::StatusOr<std::shared_ptr<const CompiledGraph>> code = jit().compile(std::move(hand.lowered), std::move(hand.modules));
   ASSERT_FALSE(code.ok());
   EXPECT_THAT(code.status().message(), HasSubstr("lazyjit_test_no_such_function"));
 }
@@ -575,27 +583,19 @@ TEST(JitCompilerTest, SameGraphCompiledTwiceWhileTheFirstIsStillHeld) {
   expect_matches_interpreter(g.graph, run(g.graph, **second));
 }
 
-TEST(JitCompilerTest, AssemblyLeavesTheModuleAlone) {
+TEST(JitCompilerTest, TextShowsAKernelAsEmittedOptimisedAndAssembled) {
   TestGraph g(2, 3, 2.0);
-  lowering::LoweredGraph lowered = lowering::lower_graph(g.graph);
-  llvm::Module& module = lowering::module_of(lowered.kernels[0]);
-  std::string before;
-  llvm::raw_string_ostream(before) << module;
-  absl::StatusOr<std::string> assembly = jit().assembly(module);
-  ASSERT_TRUE(assembly.ok()) << assembly.status();
-  EXPECT_THAT(*assembly, HasSubstr(lowered.plan.kernels[0].symbol + ":"));
-  std::string after;
-  llvm::raw_string_ostream(after) << module;
-  EXPECT_EQ(before, after);
-}
-
-TEST(JitCompilerTest, OptimizeVectorisesFloatLoops) {
-  TestGraph g(2, 3, 2.0);
-  lowering::LoweredGraph lowered = lowering::lower_graph(g.graph);
-  jit().optimize(lowering::module_of(lowered.kernels[0]));
-  std::string text;
-  llvm::raw_string_ostream(text) << *lowered.kernels[0].module;
-  EXPECT_THAT(text, HasSubstr(" x float>"));
+  const lowering::LoweredGraph lowered = lowering::lower_graph(g.graph);
+  const std::string& symbol = lowered.plan.kernels[0].symbol;
+  absl::StatusOr<std::string> emitted = jit().text(lowered, JitCompiler::Text::LlvmIr);
+  absl::StatusOr<std::string> optimized = jit().text(lowered, JitCompiler::Text::OptimizedLlvmIr);
+  absl::StatusOr<std::string> assembly = jit().text(lowered, JitCompiler::Text::Assembly);
+  ASSERT_TRUE(emitted.ok() && optimized.ok() && assembly.ok());
+  EXPECT_THAT(*emitted, HasSubstr("define i32 @" + symbol + "("));
+  EXPECT_THAT(*emitted, Not(HasSubstr(" x float>")));
+  EXPECT_THAT(*optimized, HasSubstr(" x float>"));  // vectorised
+  EXPECT_THAT(*assembly, HasSubstr(symbol + ":"));
+  EXPECT_EQ(*emitted, llvm_ir_text(lowered));
 }
 
 }  // namespace

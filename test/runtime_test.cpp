@@ -16,6 +16,7 @@
 #include "runtime/executor.h"
 #include "runtime/graph_executor.h"
 #include "runtime/live_tensors.h"
+#include "runtime/lowering_context.h"
 #include "runtime/tensor_impl.h"
 
 namespace lazyjit::runtime {
@@ -362,6 +363,22 @@ TEST_F(GraphExecutorTest, DumpDoesNotRun) {
   EXPECT_TRUE(y->pending());
   EXPECT_EQ(counters_.compiles.load(), 0);
   EXPECT_EQ(counters_.graphs_executed.load(), 0);
+}
+
+// The backend interface: a graph lowered into a Computation with its signatures and LLVM IR.
+TEST_F(GraphExecutorTest, TheLoweringContextDescribesTheComputation) {
+  auto x = input({1, 2, 3});
+  auto y = pending(ir::OpKind::Exp, {x->ir_value()});
+  const ir::NodePtr roots[] = {y->ir_value()};
+  const ir::Graph graph = ir::build_graph(roots);
+  std::unique_ptr<Computation> computation = LlvmLoweringContext(graph).build();
+  ASSERT_EQ(computation->parameter_shapes().size(), 1u);
+  EXPECT_EQ(computation->parameter_shapes()[0].shape, (std::vector<int64_t>{3}));
+  ASSERT_EQ(computation->result_shapes().size(), 1u);
+  EXPECT_EQ(computation->result_shapes()[0].dtype, DType::Float32);
+  EXPECT_THAT(computation->to_string(), HasSubstr("define i32 @lj_"));
+  EXPECT_THAT(computation->to_string(), HasSubstr("@llvm.exp.f32"));
+  EXPECT_TRUE(y->pending());
 }
 
 TEST_F(GraphExecutorTest, ResultsAreFreshAlignedBuffers) {

@@ -53,7 +53,7 @@ class Computation {
 
 /// Turns a graph into a Computation, as torch::lazy::LoweringContext does: parameters are
 /// the graph's device-data leaves in post-order, results its roots in order. A backend's
-/// context is created over one graph (lib/lowering for the LLVM backend).
+/// context is created over one graph (lib/runtime/lowering_context.h for the LLVM backend).
 class LoweringContext {
  public:
   virtual ~LoweringContext() = default;

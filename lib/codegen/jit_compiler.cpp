@@ -1,8 +1,8 @@
 // LLJIT setup, the optimisation pipeline, the kernel code cache and loading compiled kernels.
 #include "codegen/jit_compiler.h"
 
+#include "codegen/kir_llvm.h"
 #include "codegen/vector_library.h"
-#include "lowering/lower.h"
 #include "fmt/format.h"
 #include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/Config/llvm-config.h"
@@ -124,9 +124,26 @@ void JitCompiler::prepare(llvm::Module& module, llvm::TargetMachine& target) con
   }
 }
 
-void JitCompiler::optimize(llvm::Module& module) {
-  std::lock_guard lock(mutex_);
-  optimize_with(module, *target_machine_);
+absl::StatusOr<std::string> JitCompiler::text(const lowering::LoweredGraph& lowered, Text form) {
+  std::string text;
+  for (const lowering::LoweredKernel& kernel : lowered.kernels) {
+    if (form == Text::LlvmIr) {
+      text += module_text(*emit_module(kernel).module);
+      continue;
+    }
+    KernelModule emitted = emit_module(kernel);
+    llvm::Module& module = *emitted.module;
+    std::lock_guard lock(mutex_);
+    optimize_with(module, *target_machine_);
+    if (form == Text::OptimizedLlvmIr) {
+      text += module_text(module);
+      continue;
+    }
+    absl::StatusOr<std::string> assembly = emit_with(module, *target_machine_, llvm::CodeGenFileType::AssemblyFile);
+    if (!assembly.ok()) return assembly.status();
+    text += *assembly;
+  }
+  return text;
 }
 
 void JitCompiler::optimize_with(llvm::Module& module, llvm::TargetMachine& target) const {
@@ -173,12 +190,6 @@ void JitCompiler::optimize_with(llvm::Module& module, llvm::TargetMachine& targe
   llvm::ModulePassManager mpm;
   mpm.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(fpm)));
   mpm.run(module, mam);
-}
-
-absl::StatusOr<std::string> JitCompiler::assembly(llvm::Module& module) {
-  std::unique_ptr<llvm::Module> copy = llvm::CloneModule(module);  // codegen changes the module
-  std::lock_guard lock(mutex_);
-  return emit_with(*copy, *target_machine_, llvm::CodeGenFileType::AssemblyFile);
 }
 
 absl::StatusOr<std::string> JitCompiler::emit_with(llvm::Module& module, llvm::TargetMachine& target,
@@ -239,12 +250,27 @@ struct JitCompiler::NewKernel {
   size_t index;                // in the plan
   ir::Hash128 key;
   lowering::LoweredKernel* lowered;
+  KernelModule module = {};    // emitted unless its object came from the disk cache
   std::string object = {};     // from the disk cache or compiled now
   bool from_disk = false;
   absl::Status status = {};
   std::string optimized_ir = {}, assembly = {};
   int64_t optimize_ns = 0, codegen_ns = 0;
 };
+
+absl::Status JitCompiler::emit(NewKernel& kernel, const std::string& symbol, std::vector<KernelModule>* modules) const {
+  kernel.module = modules != nullptr ? std::move((*modules)[kernel.index]) : emit_module(*kernel.lowered);
+  std::string verifier_errors;
+  llvm::raw_string_ostream verifier_os(verifier_errors);
+  if (llvm::verifyModule(*kernel.module.module, &verifier_os)) {
+    return absl::InternalError(fmt::format("generated LLVM IR is invalid: {}", verifier_errors));
+  }
+  const llvm::Function* fn = kernel.module.module->getFunction(symbol);
+  if (fn == nullptr || fn->isDeclaration()) {
+    return absl::InternalError(fmt::format("compiling {}: the module does not define it", symbol));
+  }
+  return absl::OkStatus();
+}
 
 void JitCompiler::compile_objects(std::vector<NewKernel>& fresh, bool with_text) {
   std::vector<NewKernel*> queue;
@@ -261,7 +287,7 @@ void JitCompiler::compile_objects(std::vector<NewKernel>& fresh, bool with_text)
         kernel.status = absl::InternalError("creating a target machine");
         continue;
       }
-      llvm::Module& module = *kernel.lowered->module;  // emitted by compile()
+      llvm::Module& module = *kernel.module.module;  // emitted by compile()
       const auto start = std::chrono::steady_clock::now();
       optimize_with(module, *target);
       const auto optimized = std::chrono::steady_clock::now();
@@ -315,6 +341,19 @@ absl::StatusOr<std::shared_ptr<const CompiledKernel>> JitCompiler::load(const st
 absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::compile(lowering::LoweredGraph lowered,
                                                                           const DiskCache* disk, Report* report,
                                                                           Artifacts* artifacts) {
+  return compile(std::move(lowered), nullptr, disk, report, artifacts);
+}
+
+absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::compile(lowering::LoweredGraph lowered,
+                                                                          std::vector<KernelModule> modules) {
+  if (modules.size() != lowered.kernels.size()) return absl::InternalError("one module per kernel, please");
+  return compile(std::move(lowered), &modules, nullptr, nullptr, nullptr);
+}
+
+absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::compile(lowering::LoweredGraph lowered,
+                                                                          std::vector<KernelModule>* modules,
+                                                                          const DiskCache* disk, Report* report,
+                                                                          Artifacts* artifacts) {
   Report local_report;
   Report& done = report != nullptr ? *report : local_report;
   const size_t n = lowered.plan.kernels.size();
@@ -336,16 +375,6 @@ absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::compile(loweri
     }
   }
   for (NewKernel& kernel : fresh) {
-    const lowering::KernelSpec& spec = lowered.plan.kernels[kernel.index];
-    std::string verifier_errors;
-    llvm::raw_string_ostream verifier_os(verifier_errors);
-    if (llvm::verifyModule(lowering::module_of(*kernel.lowered), &verifier_os)) {
-      return absl::InternalError(fmt::format("generated LLVM IR is invalid: {}", verifier_errors));
-    }
-    const llvm::Function* fn = kernel.lowered->module->getFunction(spec.symbol);
-    if (fn == nullptr || fn->isDeclaration()) {
-      return absl::InternalError(fmt::format("compiling {}: the module does not define it", spec.symbol));
-    }
     if (disk == nullptr || !disk->enabled()) continue;
     absl::StatusOr<std::optional<std::string>> object = disk->load(kernel.key);
     if (!object.ok()) {
@@ -353,6 +382,12 @@ absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::compile(loweri
     } else if (object->has_value()) {
       kernel.object = **std::move(object);
       kernel.from_disk = true;
+    }
+  }
+  for (NewKernel& kernel : fresh) {
+    if (!kernel.object.empty()) continue;
+    if (absl::Status emitted = emit(kernel, lowered.plan.kernels[kernel.index].symbol, modules); !emitted.ok()) {
+      return emitted;
     }
   }
   compile_objects(fresh, artifacts != nullptr);
@@ -366,7 +401,9 @@ absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::compile(loweri
                                           disk->path_of(kernel.key), std::string(loaded.status().message())));
       kernel.object.clear();
       kernel.from_disk = false;
-      std::vector<NewKernel> again(1, kernel);
+      if (absl::Status emitted = emit(kernel, symbol, modules); !emitted.ok()) return emitted;
+      std::vector<NewKernel> again;
+      again.push_back(std::move(kernel));
       compile_objects(again, artifacts != nullptr);
       if (!again[0].status.ok()) return again[0].status;
       kernel = std::move(again[0]);

@@ -12,10 +12,10 @@
 #include "absl/status/statusor.h"
 #include "codegen/disk_cache.h"
 #include "ir/hash.h"
-#include "llvm/IR/Module.h"
 #include "lowering/lowered_graph.h"
 
 namespace llvm {
+class Module;
 class TargetMachine;
 enum class CodeGenFileType;
 namespace orc {
@@ -27,6 +27,11 @@ class JITTargetMachineBuilder;
 }  // namespace llvm
 
 namespace lazyjit::codegen {
+
+struct KernelModule;  // kir_llvm.h
+
+/// The kernels' LLVM IR as emitted from their kernel IR (before optimisation), in plan order.
+std::string llvm_ir_text(const lowering::LoweredGraph& lowered);
 
 /// One kernel's code in the JIT. Destroying it frees the code.
 class CompiledKernel {
@@ -86,10 +91,11 @@ class JitCompiler {
   /// "znver4 +avx512f,... lean" for reports.
   const std::string& target_description() const { return description_; }
 
-  /// Sets the module's target and runs the lean pipeline (the loop vectoriser with libmvec).
-  void optimize(llvm::Module& module);
-  /// The module's assembly for the host CPU (the module is left as it was).
-  absl::StatusOr<std::string> assembly(llvm::Module& module);
+  /// The kernels' code as text, for dumps, in plan order: their LLVM IR as emitted from their
+  /// kernel IR, after the lean pipeline (vectorised for the host CPU), or the host CPU's
+  /// assembly. Compiles nothing into the JIT.
+  enum class Text { LlvmIr, OptimizedLlvmIr, Assembly };
+  absl::StatusOr<std::string> text(const lowering::LoweredGraph& lowered, Text form);
 
   /// What one compile() did, for metrics and logs.
   struct Report {
@@ -113,11 +119,21 @@ class JitCompiler {
   absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile(lowering::LoweredGraph lowered,
                                                               const DiskCache* disk = nullptr,
                                                               Report* report = nullptr, Artifacts* artifacts = nullptr);
+  /// The same with `modules` (one per kernel, complete types from kir_llvm.h) instead of the
+  /// modules emitted from the kernel IR: how tests compile hand-written LLVM IR.
+  absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile(lowering::LoweredGraph lowered,
+                                                              std::vector<KernelModule> modules);
 
  private:
   struct NewKernel;
   JitCompiler() = default;
   ir::Hash128 kernel_key(const lowering::LoweredKernel& kernel) const;
+  absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile(lowering::LoweredGraph lowered,
+                                                              std::vector<KernelModule>* modules, const DiskCache* disk,
+                                                              Report* report, Artifacts* artifacts);
+  /// Emits `kernel`'s module (or takes it from `modules`) and checks it: valid LLVM IR that
+  /// defines `symbol`.
+  absl::Status emit(NewKernel& kernel, const std::string& symbol, std::vector<KernelModule>* modules) const;
   void prepare(llvm::Module& module, llvm::TargetMachine& target) const;
   void optimize_with(llvm::Module& module, llvm::TargetMachine& target) const;
   absl::StatusOr<std::string> emit_with(llvm::Module& module, llvm::TargetMachine& target,
@@ -132,7 +148,7 @@ class JitCompiler {
   std::string take_session_errors();
 
   std::unique_ptr<llvm::orc::LLJIT> jit_;
-  std::unique_ptr<llvm::TargetMachine> target_machine_;  // for optimize() and assembly()
+  std::unique_ptr<llvm::TargetMachine> target_machine_;  // for text()
   std::unique_ptr<llvm::orc::JITTargetMachineBuilder> tm_builder_;
   int compile_threads_ = 1;
   bool avx512_ = false;

@@ -1,6 +1,6 @@
 // The kernel IR (DESIGN.md section 7): one kernel as loops, loads, stores, folds and
 // micro-kernel calls over an argument frame of its own. Lowering builds it from a planned
-// graph (kernel_builder.h); the LLVM emitter (kir_llvm.h) compiles it; its text is what
+// graph (kernel_builder.h); codegen's LLVM emitter (codegen/kir_llvm.h) compiles it; its text is what
 // `lazyjit-dump --emit=kernels` prints and what names the kernel in the code caches.
 #pragma once
 

@@ -1,14 +1,12 @@
-// Graph to kernel IR, and kernel IR to LLVM modules.
+// Graph to kernel IR.
 #include "lowering/lower.h"
 
 #include "absl/container/flat_hash_map.h"
 #include "fmt/format.h"
 
-#include "llvm/Support/raw_ostream.h"
 #include "lowering/fusion.h"
 #include "lowering/internal_error.h"
 #include "lowering/kernel_builder.h"
-#include "lowering/kir_llvm.h"
 #include "lowering/plan.h"
 
 namespace lazyjit::lowering {
@@ -63,64 +61,12 @@ LoweredGraph lower_graph(const ir::Graph& graph, KernelPlan plan, std::span<cons
   return lowered;
 }
 
-llvm::Module& module_of(LoweredKernel& kernel) {
-  if (kernel.module == nullptr) {
-    const std::string symbol = "lj_" + kernel.content.to_hex();
-    kernel.context = std::make_unique<llvm::LLVMContext>();
-    kernel.module = std::make_unique<llvm::Module>(symbol, *kernel.context);
-    kernel.module->setSourceFileName(symbol);
-    emit_llvm(kernel.kir, symbol, *kernel.module);
-  }
-  return *kernel.module;
-}
-
-std::string module_text(const llvm::Module& module) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  module.print(os, nullptr);
-  return text;
-}
-
-std::string lowered_text(LoweredGraph& lowered) {
-  std::string text;
-  for (LoweredKernel& kernel : lowered.kernels) text += module_text(module_of(kernel));
-  return text;
-}
-
 std::string kernels_text(const LoweredGraph& lowered) {
   std::string text;
   for (size_t k = 0; k < lowered.kernels.size(); ++k) {
     text += fmt::format("; {}\n{}", lowered.plan.kernels[k].symbol, kir::print(lowered.kernels[k].kir));
   }
   return text;
-}
-
-namespace {
-
-TensorSignature signature_of(const ir::Node& node) {
-  return {node.dtype(), std::vector<int64_t>(node.shape().begin(), node.shape().end())};
-}
-
-class LlvmComputation : public Computation {
- public:
-  LlvmComputation(const ir::Graph& graph, LoweredGraph lowered) : lowered_(std::move(lowered)) {
-    for (const ir::Node* p : graph.parameters) parameters_.push_back(signature_of(*p));
-    for (int root : graph.roots) results_.push_back(signature_of(*graph.nodes[root]));
-  }
-  const std::vector<TensorSignature>& parameter_shapes() const override { return parameters_; }
-  const std::vector<TensorSignature>& result_shapes() const override { return results_; }
-  std::string to_string() const override { return lowered_text(lowered_); }
-
- private:
-  mutable LoweredGraph lowered_;  // modules are emitted when first printed
-  std::vector<TensorSignature> parameters_;
-  std::vector<TensorSignature> results_;
-};
-
-}  // namespace
-
-std::unique_ptr<Computation> LlvmLoweringContext::build() {
-  return std::make_unique<LlvmComputation>(graph_, lower_graph(graph_));
 }
 
 }  // namespace lazyjit::lowering

@@ -65,7 +65,7 @@ absl::StatusOr<codegen::CompileCache::Entry> GraphCompiler::load_or_compile(cons
     dump.write(stem, ".ljir", ir::print_graph(graph, {.with_key = true, .with_values = true}));
     dump.write(stem, ".plan", lowering::print_plan(graph, plan));
     dump.write(stem, ".kir", lowering::kernels_text(lowered));
-    dump.write(stem, ".ll", lowering::lowered_text(lowered));
+    dump.write(stem, ".ll", compiler_.text(lowered, codegen::JitCompiler::Text::LlvmIr).value_or(""));
   }
   const size_t kernels = lowered.kernels.size();
   codegen::JitCompiler::Report report;

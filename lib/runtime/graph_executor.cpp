@@ -254,19 +254,13 @@ std::string GraphExecutor::dump(const std::vector<std::shared_ptr<detail::Tensor
   if (format == DumpFormat::Plan) return lowering::print_plan(graph, lowering::plan_graph(graph));
   lowering::LoweredGraph lowered = lowering::lower_graph(graph);
   if (format == DumpFormat::KernelIr) return lowering::kernels_text(lowered);
-  if (format == DumpFormat::LlvmIr) return lowering::lowered_text(lowered);
-  std::string text;
-  for (lowering::LoweredKernel& kernel : lowered.kernels) {
-    compiler_.optimize(lowering::module_of(kernel));
-    if (format == DumpFormat::OptimizedLlvmIr) {
-      text += lowering::module_text(*kernel.module);
-      continue;
-    }
-    absl::StatusOr<std::string> assembly = compiler_.assembly(*kernel.module);
-    if (!assembly.ok()) throw Error(fmt::format("dump: {}", std::string(assembly.status().message())));
-    text += *assembly;
-  }
-  return text;
+  using Text = codegen::JitCompiler::Text;
+  const Text form = format == DumpFormat::LlvmIr            ? Text::LlvmIr
+                    : format == DumpFormat::OptimizedLlvmIr ? Text::OptimizedLlvmIr
+                                                            : Text::Assembly;
+  absl::StatusOr<std::string> text = compiler_.text(lowered, form);
+  if (!text.ok()) throw Error(fmt::format("dump: {}", std::string(text.status().message())));
+  return *std::move(text);
 }
 
 }  // namespace lazyjit::runtime

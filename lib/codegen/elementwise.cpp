@@ -1,5 +1,5 @@
 // Per-op scalar code. Must agree with ir/scalar_semantics.h (the differential tests check it).
-#include "lowering/elementwise.h"
+#include "codegen/elementwise.h"
 
 #include <cmath>
 
@@ -7,9 +7,10 @@
 #include "llvm/IR/Module.h"
 #include "lowering/internal_error.h"
 
-namespace lazyjit::lowering {
+namespace lazyjit::codegen {
 
 using ir::OpKind;
+using lowering::internal_error;
 using llvm::IRBuilder;
 using llvm::Value;
 
@@ -212,4 +213,4 @@ Value* emit_same(IRBuilder<>& b, OpKind op, DType dtype, std::span<Value* const>
   return emit_float(b, op, args);
 }
 
-}  // namespace lazyjit::lowering
+}  // namespace lazyjit::codegen

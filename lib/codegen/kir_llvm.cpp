@@ -1,6 +1,6 @@
 // Kernel IR to LLVM IR: counted loops, hoisted frame reads, scoped reuse of computed values,
 // and the register-blocked matmul step.
-#include "lowering/kir_llvm.h"
+#include "codegen/kir_llvm.h"
 
 #include <bit>
 
@@ -8,13 +8,17 @@
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/MDBuilder.h"
-#include "lowering/elementwise.h"
+#include "llvm/Support/raw_ostream.h"
+#include "codegen/elementwise.h"
 #include "lowering/internal_error.h"
 #include "lowering/kernel_abi.h"
 
-namespace lazyjit::lowering {
+namespace lazyjit::codegen {
 namespace {
 
+using lowering::internal_error;
+using lowering::MatmulTiling;
+using lowering::matmul_tiling;
 using kir::Expr;
 using kir::ExprKind;
 using kir::Id;
@@ -377,4 +381,26 @@ void emit_llvm(const kir::Kernel& kernel, const std::string& symbol, llvm::Modul
   b.CreateRet(b.CreateCall(body, args));
 }
 
-}  // namespace lazyjit::lowering
+KernelModule emit_module(const lowering::LoweredKernel& kernel) {
+  const std::string symbol = "lj_" + kernel.content.to_hex();
+  KernelModule m{std::make_unique<llvm::LLVMContext>(), nullptr};
+  m.module = std::make_unique<llvm::Module>(symbol, *m.context);
+  m.module->setSourceFileName(symbol);
+  emit_llvm(kernel.kir, symbol, *m.module);
+  return m;
+}
+
+std::string module_text(const llvm::Module& module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module.print(os, nullptr);
+  return text;
+}
+
+std::string llvm_ir_text(const lowering::LoweredGraph& lowered) {
+  std::string text;
+  for (const lowering::LoweredKernel& kernel : lowered.kernels) text += module_text(*emit_module(kernel).module);
+  return text;
+}
+
+}  // namespace lazyjit::codegen

@@ -6,7 +6,7 @@
 #include "ir/node.h"
 #include "llvm/IR/IRBuilder.h"
 
-namespace lazyjit::lowering {
+namespace lazyjit::codegen {
 
 /// Type of a value of `dtype` in registers (bool is i1).
 llvm::Type* value_type(llvm::LLVMContext& ctx, DType dtype);
@@ -26,4 +26,4 @@ llvm::Value* emit_op(llvm::IRBuilder<>& b, ir::OpKind op, DType dtype, DType ope
 /// Maximum that folds amax.
 llvm::Value* emit_same(llvm::IRBuilder<>& b, ir::OpKind op, DType dtype, std::span<llvm::Value* const> args);
 
-}  // namespace lazyjit::lowering
+}  // namespace lazyjit::codegen
