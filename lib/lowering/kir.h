@@ -1,7 +1,7 @@
-// The kernel IR (DESIGN.md section 7): one kernel as loops, loads, stores, folds and
+// The kernel IR (DESIGN.md section 7): one kernel as loops, loads, stores, folds, checks and
 // micro-kernel calls over an argument frame of its own. Lowering builds it from a planned
-// graph (kernel_builder.h); codegen's LLVM emitter (codegen/kir_llvm.h) compiles it; its text is what
-// `lazyjit-dump --emit=kernels` prints and what names the kernel in the code caches.
+// graph (kernel_builder.h); codegen's LLVM emitter (codegen/kir_llvm.h) compiles it; its
+// text is what `lazyjit-dump --emit=kernels` prints and what names the kernel in the caches.
 #pragma once
 
 #include <cstdint>
