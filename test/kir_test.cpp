@@ -87,5 +87,37 @@ TEST(KernelIrTest, TheVerifierNamesWhatIsWrong) {
   }
 }
 
+// A check goes to the innermost loop whose variable it uses: an index read per row is
+// checked once per row, before the row's loop; one that reads a local stays where it is.
+TEST(KernelIrTest, AChecksPlaceIsTheInnermostLoopItDependsOn) {
+  Builder k;
+  const int index = k.new_buffer(DType::Int64), out = k.new_buffer(DType::Float32);
+  const int status = k.new_buffer(DType::Int64);
+  const int acc = k.new_local(DType::Int64);
+  const Id n = k.dim(k.new_dim());
+  k.loop(k.begin(), k.end(), [&](Id row) {
+    k.loop(k.index(0), n, [&](Id col) {
+      const Id i = k.load(index, row);
+      EXPECT_EQ(k.check(k.op(ir::OpKind::Lt, DType::Bool, {i, n}), i, status), 1);
+      k.assign(acc, k.add(i, col));
+      const Id sum = k.local(acc);
+      EXPECT_EQ(k.check(k.op(ir::OpKind::Lt, DType::Bool, {sum, n}), sum, status), 2);
+      k.store(out, k.add(k.mul(row, n), col), k.convert(i, DType::Float32));
+    });
+  });
+  k.kernel().kind = "row";
+  k.kernel().count = n;
+  k.kernel().work = n;
+  const Kernel kernel = k.take();
+  EXPECT_EQ(verify(kernel), "");
+  const std::string text = print(kernel);
+  const size_t outer = text.find("for v0"), first = text.find("check"), inner = text.find("for v1");
+  const size_t assign = text.find("l0 = "), second = text.find("check", first + 1);
+  ASSERT_NE(second, std::string::npos) << text;
+  EXPECT_TRUE(outer < first && first < inner) << text;  // in v0's body, before v1
+  EXPECT_TRUE(inner < assign && assign < second) << text;  // after the local it reads is set
+  EXPECT_THAT(text, HasSubstr("else fail 2 with")) << text;
+}
+
 }  // namespace
 }  // namespace lazyjit::kir

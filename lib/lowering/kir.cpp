@@ -176,6 +176,11 @@ size_t Builder::depth(Id e) const {
   while (!stack.empty()) {
     const Expr& x = kernel_.exprs[stack.back()];
     stack.pop_back();
+    // A value that a statement of this kernel may have written (a local, a buffer the kernel
+    // stores to) is read where it is: moved earlier, it could be read before its write.
+    if (x.kind == ExprKind::Local || (x.kind == ExprKind::Load && kernel_.buffers[x.slot].written)) {
+      return open_.size();
+    }
     if (x.kind == ExprKind::Var) {
       for (size_t d = deepest; d < open_.size(); ++d) {
         if (open_[d].slot == x.slot) deepest = d + 1;

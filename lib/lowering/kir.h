@@ -172,7 +172,8 @@ class Builder {
   void matmul(MicroKernel micro);
   /// Fails the kernel with `value` unless `cond` holds; returns the check's code. It is placed
   /// in the innermost open loop whose variable it uses (before that loop's later
-  /// statements), so a check of a row's index runs once per row, not per element.
+  /// statements), so a check of a row's index runs once per row, not per element; one that
+  /// reads a local or a buffer the kernel writes stays where it is built.
   int check(Id cond, Id value, int status_buffer);
   /// for (v = lo; v < hi; ++v) body(v).
   template <class F>
@@ -192,7 +193,7 @@ class Builder {
   void emit(Stmt s);
 
   /// How many of the open loops `e` depends on: 1 + the position in open_ of the innermost
-  /// loop whose variable it uses, or 0.
+  /// loop whose variable it uses, or 0; all of them if it reads what the kernel writes.
   size_t depth(Id e) const;
 
   Kernel kernel_;
