@@ -356,6 +356,13 @@ inline Meta slice(const Meta& t, int64_t dim, int64_t start, int64_t end, int64_
   return {t.dtype, out};
 }
 
+inline Meta index_select(const Meta& t, int64_t dim, int64_t count) {
+  if (t.shape.empty()) throw Reject{"index_select of a rank-0 tensor"};
+  Dims out = t.shape;
+  out[wrap_dim(dim, static_cast<int64_t>(t.shape.size()))] = count;
+  return {t.dtype, out};
+}
+
 inline Meta cat(std::span<const Meta> parts, int64_t dim) {
   if (parts.empty()) throw Reject{"cat of nothing"};
   const Dims& first = parts[0].shape;

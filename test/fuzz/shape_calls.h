@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "calls.h"
+#include "fmt/ranges.h"
 
 namespace lazyjit::fuzz {
 
@@ -260,6 +261,31 @@ inline void gen_slice(Program& p) {
                                 Number::integer_text(end), Number::integer_text(step)),
                     {a}, [=](const Args& x) { return slice(x[0], dim, start, end, step); },
                     expect([&] { return contract::slice(p.meta(a), dim, start, end, step); })));
+}
+
+/// Indices within the dim (repeated, out of order, none): an index out of range is a run-time
+/// error, which the indexing tests check.
+inline void gen_index_select(Program& p) {
+  Rng& r = p.rng();
+  const int a = p.pick();
+  const Dims& shape = p.meta(a).shape;
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  const int64_t dim = random_dim(r, rank);
+  const bool in_range = dim >= -rank && dim < rank;
+  const int64_t size = in_range ? shape[static_cast<size_t>(dim < 0 ? dim + rank : dim)] : 3;
+  std::vector<int64_t> index(size > 0 ? static_cast<size_t>(r.range(0, 4)) : 0);
+  for (int64_t& i : index) i = r.range(0, size - 1);
+  const bool narrow = r.chance(0.5);
+  const int64_t n = static_cast<int64_t>(index.size());
+  p.apply(make_call(fmt::format("lazyjit::index_select({}, {}, Tensor::from_vector<{}>({{{}}}, {{{}}}))", p.name(a), dim,
+                                narrow ? "int32_t" : "int64_t", fmt::join(index, ", "), n),
+                    {a},
+                    [=](const Args& x) {
+                      const Tensor i = narrow ? Tensor::from_vector<int32_t>(std::vector<int32_t>(index.begin(), index.end()), {n})
+                                              : Tensor::from_vector<int64_t>(index, {n});
+                      return index_select(x[0], dim, i);
+                    },
+                    expect([&] { return contract::index_select(p.meta(a), dim, n); })));
 }
 
 inline void gen_cat(Program& p) {
