@@ -331,6 +331,12 @@ void add_view_cases(CaseTable& t) {
   t.add("index_select_middle", OpKind::IndexSelect, {{{a, 3, c}}}, [](const auto& x) {
     return index_select(x[0], -2, Tensor::from_vector<int32_t>({2, 2}, {2}));
   });
+  t.add("gather_dim0", OpKind::Gather, {{{3, 2}}}, [](const auto& x) {
+    return gather(x[0], 0, Tensor::from_vector<int64_t>({2, 0, 2, 2, 1, 0}, {3, 2}));
+  });
+  t.add("gather_smaller_index", OpKind::Gather, {{{2, 4}}}, [](const auto& x) {
+    return gather(x[0], 1, Tensor::from_vector<int32_t>({3, 3, 0}, {1, 3}));
+  });
 }
 
 void add_matmul_cases(CaseTable& t) {

@@ -1,4 +1,5 @@
-// Indexing ops (index_select) against the reference interpreter, and the kernel status word:
+// Indexing ops (index_select, gather, take_along_dim, embedding, masked_fill) against the
+// reference interpreter, and the kernel status word:
 // an index out of range is a lazyjit::Error naming the op, the index and the bound, raised
 // at the materialisation that finds it, with no tensor of that graph assigned and every
 // input, donated or not, as it was.
@@ -130,6 +131,81 @@ TEST(IndexSelectTest, BadArgumentsNameTheOpAndValues) {
                "index_select: the index must have rank 1, got shape [1,2]");
   expect_error([&] { index_select(zeros({}), 0, Tensor::from_vector<int64_t>({0}, {1})); },
                "index_select: a rank-0 tensor has no dim to select along");
+}
+
+/// Indices of `shape` in [0, size), int32 or int64, materialised.
+Tensor random_index_tensor(std::mt19937& rng, const Shape& shape, int64_t size, DType dtype) {
+  Tensor flat = random_indices(rng, numel(shape), size, dtype);
+  Tensor t = reshape(flat, shape);
+  sync({t});
+  return t;
+}
+
+TEST(GatherTest, MatchesTheInterpreterForEveryDtypeDimAndIndexShape) {
+  std::mt19937 rng(47);
+  for (DType dtype : kAll) {
+    for (int trial = 0; trial < 8; ++trial) {
+      const int rank = 1 + static_cast<int>(rng() % 3);
+      Shape shape = random_shape(rng, rank);
+      const int64_t d = static_cast<int64_t>(rng() % rank);
+      if (shape[d] == 0) shape[d] = 2;
+      Shape index_shape = shape;  // no larger than the input outside dim, any size along it
+      for (int64_t k = 0; k < rank; ++k) index_shape[k] = k == d ? static_cast<int64_t>(rng() % 4) : static_cast<int64_t>(rng() % (shape[k] + 1));
+      const Tensor x = random_tensor(rng, shape, dtype);
+      const Tensor index = random_index_tensor(rng, index_shape, shape[d], trial % 2 ? DType::Int32 : DType::Int64);
+      expect_matches(gather(x, trial % 3 == 0 ? d - rank : d, index),
+                     fmt::format("gather {} shape {} dim {} index {}", dtype_name(dtype), fmt::join(shape, "x"), d,
+                                 fmt::join(index_shape, "x")));
+    }
+  }
+}
+
+TEST(GatherTest, TakeAlongDimBroadcastsAndPicksTheArgmax) {
+  std::mt19937 rng(53);
+  const Tensor x = random_tensor(rng, {4, 6}, DType::Float32);
+  // The maximum of each row, found by its index: amax's value.
+  const Tensor best = take_along_dim(x, unsqueeze(argmax(x, 1), 1), 1);
+  EXPECT_EQ(best.to_vector<float>(), amax(x, {1}, true).to_vector<float>());
+  expect_matches(take_along_dim(x, random_index_tensor(rng, {1, 3}, 6, DType::Int64), 1) * 2.0, "broadcast index");
+  expect_matches(take_along_dim(random_tensor(rng, {1, 5}, DType::Int32), random_index_tensor(rng, {3, 2}, 5, DType::Int64), -1),
+                 "broadcast tensor");
+}
+
+TEST(GatherTest, AnIndexOutOfRangeAndBadShapesAreErrors) {
+  const Tensor x = Tensor::from_vector<float>({0, 1, 2, 3, 4, 5}, {2, 3});
+  expect_error([&] { gather(x, 1, Tensor::from_vector<int64_t>({0, 3, 1, 1}, {2, 2})).to_vector<float>(); },
+               "gather: index 3 is out of range for dim 1 of size 3");
+  expect_error([&] { gather(x, 0, Tensor::from_vector<int32_t>({-1}, {1, 1})).to_vector<float>(); },
+               "gather: index -1 is out of range for dim 0 of size 2");
+  expect_error([&] { gather(x, 0, Tensor::from_vector<int64_t>({0, 0, 0, 0}, {1, 4})); },
+               "gather: index shape [1,4] exceeds input shape [2,3] in dim 1");
+  expect_error([&] { gather(x, 0, Tensor::from_vector<int64_t>({0}, {1})); },
+               "gather: the index must have the input's rank 2, got shape [1]");
+  expect_error([&] { gather(x, 2, Tensor::from_vector<int64_t>({0}, {1, 1})); },
+               "gather: dim 2 is out of range for a tensor of rank 2 (expected -2 to 1)");
+  expect_error([&] { take_along_dim(x, Tensor::from_vector<int64_t>({0}, {1}), 0); },
+               "take_along_dim: the indices must have the tensor's rank 2, got shape [1]");
+}
+
+TEST(EmbeddingTest, RowsAtIndicesOfAnyShape) {
+  const Tensor weight = Tensor::from_vector<float>({0, 1, 10, 11, 20, 21}, {3, 2});
+  const Tensor rows = embedding(weight, Tensor::from_vector<int64_t>({2, 0, 1, 2}, {2, 2}));
+  EXPECT_EQ(rows.shape(), (std::vector<int64_t>{2, 2, 2}));
+  EXPECT_EQ(rows.to_vector<float>(), (std::vector<float>{20, 21, 0, 1, 10, 11, 20, 21}));
+  expect_error([&] { embedding(weight, Tensor::from_vector<int64_t>({3}, {1})).to_vector<float>(); },
+               "index_select: index 3 is out of range for dim 0 of size 3");
+  expect_error([&] { embedding(weight, zeros({2})); }, "embedding: indices must be int32 or int64, got float32");
+  expect_error([&] { embedding(zeros({3}), Tensor::from_vector<int64_t>({0}, {1})); },
+               "embedding: the weight must have rank 2 ([num_embeddings, dim]), got shape [3]");
+}
+
+TEST(MaskedFillTest, FillsWhereTheBroadcastMaskIsTrue) {
+  const Tensor x = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+  const Tensor mask = Tensor::from_vector<bool>({true, false, true}, {3});
+  EXPECT_EQ(masked_fill(x, mask, -1.0).to_vector<float>(), (std::vector<float>{-1, 2, -1, -1, 5, -1}));
+  expect_error([&] { masked_fill(x, zeros({3}), 0.0); }, "masked_fill: the mask must be bool, got float32");
+  expect_error([&] { masked_fill(x, Tensor::from_vector<bool>({true, false}, {2, 1, 1}), 0.0); },
+               "masked_fill: a mask of shape [2,1,1] does not broadcast to the tensor's shape [2,3]");
 }
 
 }  // namespace

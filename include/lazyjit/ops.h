@@ -69,6 +69,8 @@ Tensor logical_not(const Tensor& a);
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& cond, const Tensor& a, Scalar b);
 Tensor where(const Tensor& cond, Scalar a, const Tensor& b);
+/// `t` with `value` where `mask` (bool, broadcast to t's shape) is true.
+Tensor masked_fill(const Tensor& t, const Tensor& mask, Scalar value);
 
 // Unary. Transcendental ops promote integer and bool inputs to float32.
 Tensor neg(const Tensor& t);
@@ -129,6 +131,15 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim);
 /// result[..., i, ...] = t[..., index[i], ...]. An index outside [0, size of dim) is an Error
 /// at the materialisation that reads it (no tensor of that graph is assigned).
 Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index);
+/// `t` along `dim` at `index` (int32 or int64, t's rank, no larger than t outside dim), of
+/// index's shape: result[i][j][k] = t[index[i][j][k]][j][k] for dim 0. Indices out of range are
+/// an Error when the graph runs, as for index_select.
+Tensor gather(const Tensor& t, int64_t dim, const Tensor& index);
+/// gather() after broadcasting `t` and `indices` against each other outside `dim`.
+Tensor take_along_dim(const Tensor& t, const Tensor& indices, int64_t dim);
+/// Rows of `weight` ([num_embeddings, dim]) at `indices` (int32 or int64, any shape): a tensor
+/// of shape indices.shape + [dim].
+Tensor embedding(const Tensor& weight, const Tensor& indices);
 /// Removes `dim` when its size is 1 (else returns `t` unchanged, as PyTorch).
 Tensor squeeze(const Tensor& t, int64_t dim);
 /// Inserts a dim of size 1 at `dim` (in [-rank-1, rank]).

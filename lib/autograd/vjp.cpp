@@ -131,6 +131,26 @@ Tensor index_select_backward(const Tensor& g, const Tensor& a, const Tensor& ind
   return permute(reshape(summed, shape), inverse_permutation(ir::Node::Attrs(perm.begin(), perm.end())));
 }
 
+/// The cotangent of gather's operand: g[i] added into a[i with i[dim] = index[i]] (repeated
+/// indices add up): per position j of dim, the sum over dim of g where index is j, then
+/// zeros where a is larger than index outside dim. Deterministic; O(size) times g's work.
+Tensor gather_backward(const Tensor& g, const Tensor& a, const Tensor& index, const ir::Node& node) {
+  const int64_t dim = node.attrs()[0];
+  const int64_t size = a.shape()[dim];
+  std::vector<int64_t> positions(static_cast<size_t>(g.dim()) + 1, 1);
+  positions[dim + 1] = size;
+  const Tensor hits = eq(unsqueeze(index.to(DType::Int64), dim + 1), reshape(arange(size), positions)).to(g.dtype());
+  Tensor summed = sum(hits * unsqueeze(g, dim + 1), {dim});  // index's shape, with size at dim
+  for (int64_t d = 0; d < g.dim(); ++d) {
+    const int64_t short_by = a.shape()[d] - summed.shape()[d];
+    if (short_by == 0) continue;
+    std::vector<int64_t> pad = summed.shape();
+    pad[d] = short_by;
+    summed = cat({summed, zeros(pad, g.dtype())}, d);
+  }
+  return summed;
+}
+
 }  // namespace
 
 Differentiability differentiability(ir::OpKind op) {

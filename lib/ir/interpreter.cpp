@@ -232,10 +232,12 @@ HostTensor eval_view(const Node& node, const std::vector<const HostTensor*>& arg
         from = ravel(index, source->shape);
         break;
       }
-      case OpKind::IndexSelect: {
+      case OpKind::IndexSelect:
+      case OpKind::Gather: {  // the index of element i: index[dim] of the rank-1 indices, or i of b's shape
         const int64_t dim = node.attrs()[0];
         const HostTensor& indices = *args[1];
-        const int64_t at = indices.dtype == DType::Int32 ? get<int32_t>(indices, index[dim]) : get<int64_t>(indices, index[dim]);
+        const int64_t k = node.op() == OpKind::Gather ? i : index[dim];
+        const int64_t at = indices.dtype == DType::Int32 ? get<int32_t>(indices, k) : get<int64_t>(indices, k);
         if (at < 0 || at >= source->shape[dim]) throw Error(index_error(node.op(), node.attrs(), at, source->shape[dim]));
         index[dim] = at;
         from = ravel(index, source->shape);

@@ -148,6 +148,25 @@ absl::StatusOr<Shape> index_select_shape(const Shape& in, const Shape& index, co
   return out;
 }
 
+absl::StatusOr<Shape> gather_shape(const Shape& in, const Shape& index, const Node::Attrs& attrs) {
+  if (attrs.size() != 1) return invalid("gather: expected attrs {dim}");
+  const int64_t dim = attrs[0];
+  if (dim < 0 || dim >= static_cast<int64_t>(in.size())) {
+    return invalid(fmt::format("gather: dim {} is out of range for a tensor of rank {}", dim, in.size()));
+  }
+  if (index.size() != in.size()) {
+    return invalid(fmt::format("gather: the index must have the input's rank {}, got shape {}", in.size(),
+                               shape_to_string(index)));
+  }
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (static_cast<int64_t>(d) != dim && index[d] > in[d]) {
+      return invalid(fmt::format("gather: index shape {} exceeds input shape {} in dim {}", shape_to_string(index),
+                                 shape_to_string(in), d));
+    }
+  }
+  return index;
+}
+
 absl::StatusOr<Shape> matmul_shape(const Shape& a, const Shape& b) {
   if (a.size() < 2 || b.size() < 2) {
     return invalid(fmt::format("matmul: operands must have rank 2 or more here, got {} and {}", shape_to_string(a),
@@ -222,6 +241,9 @@ absl::StatusOr<std::pair<DType, Shape>> structured_result(OpKind op, std::span<c
       break;
     case OpKind::IndexSelect:
       shape = index_select_shape(in, operands[1]->shape(), attrs);
+      break;
+    case OpKind::Gather:
+      shape = gather_shape(in, operands[1]->shape(), attrs);
       break;
     case OpKind::Matmul:
       shape = matmul_shape(in, operands[1]->shape());

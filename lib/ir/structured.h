@@ -21,8 +21,8 @@ absl::StatusOr<std::pair<DType, Shape>> structured_result(OpKind op, std::span<c
 absl::StatusOr<NodePtr> make_structured(OpKind op, Node::Operands operands, Node::Attrs attrs,
                                         const Shape* given = nullptr);
 
-/// The error of an index out of range at run time (IndexSelect): found by the interpreter
-/// and by the kernel status word alike.
+/// The error of an index out of range at run time (IndexSelect, Gather): found by the
+/// interpreter and by the kernel status word alike.
 std::string index_error(OpKind op, const Node::Attrs& attrs, int64_t index, int64_t size);
 
 /// A Rand or Randn leaf: element i is a function of (seed, i) alone (scalar_semantics.h).

@@ -163,12 +163,15 @@ Id GraphValues::view(int node, const Index& index) {
       in.dims[d] = k_.add(k_.index(n.attrs()[1]), k_.mul(in.dims[d], k_.index(n.attrs()[2])));
       return at(operand, in);
     }
-    case OpKind::IndexSelect: {
+    case OpKind::IndexSelect:
+    case OpKind::Gather: {
       // The index is read and checked against the operand's dim before any element is read
       // at it: an index out of range fails the kernel (its status word), never reads memory.
+      // IndexSelect's indices are a vector along dim; Gather's have the result's shape.
       Index in{dims_of(node, index)};
       const int d = static_cast<int>(n.attrs()[0]);
-      const Id picked = k_.convert(at(graph_.operands[node][1], Index{{in.dims[d]}}), DType::Int64);
+      const Index at_index = n.op() == OpKind::Gather ? index : Index{{in.dims[d]}};
+      const Id picked = k_.convert(at(graph_.operands[node][1], at_index), DType::Int64);
       const Id inside = k_.op(OpKind::LogicalAnd, DType::Bool,
                               {k_.op(OpKind::Ge, DType::Bool, {picked, k_.index(0)}),
                                k_.op(OpKind::Lt, DType::Bool, {picked, dim(operand, d)})});

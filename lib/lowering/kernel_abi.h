@@ -22,8 +22,8 @@ namespace lazyjit::lowering {
 /// no threads of its own; the runtime splits [0, count) among threads.
 using KernelFn = int32_t (*)(void* const* args, const int64_t* dims, int64_t begin, int64_t end);
 
-/// What a kernel's check tests, for the runtime's error: an index of `node` (an IndexSelect)
-/// must be in [0, the shape-table entry `bound`).
+/// What a kernel's check tests, for the runtime's error: an index of `node` (an IndexSelect
+/// or a Gather) must be in [0, the shape-table entry `bound`).
 struct KernelCheck {
   int node;
   int bound;

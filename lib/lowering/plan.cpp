@@ -78,7 +78,7 @@ void plan_donation_candidates(const ir::Graph& graph, KernelPlan& plan) {
     if (regions[w].empty()) regions[w] = region_of(graph, plan, writer);
     bool checks = false;
     for (size_t n = 0; n < graph.nodes.size() && !checks; ++n) {
-      checks = regions[w][n] && graph.nodes[n]->op() == ir::OpKind::IndexSelect;
+      checks = regions[w][n] && ir::indexes_by_data(graph.nodes[n]->op());
     }
     if (checks) continue;
     for (size_t slot = 0; slot < graph.parameters.size(); ++slot) {

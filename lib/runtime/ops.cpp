@@ -115,6 +115,19 @@ Tensor where(const Tensor& cond, Scalar a, const Tensor& b) {
                {value_of(cond, OpKind::Where), scalar_like(a, b, OpKind::Where), value_of(b, OpKind::Where)});
 }
 
+Tensor masked_fill(const Tensor& t, const Tensor& mask, Scalar value) {
+  const ir::NodePtr x = value_of(t, OpKind::Where), m = value_of(mask, OpKind::Where);
+  if (m->dtype() != DType::Bool) {
+    throw Error(fmt::format("masked_fill: the mask must be bool, got {}", dtype_name(m->dtype())));
+  }
+  absl::StatusOr<ir::Shape> shape = ir::broadcast_shapes("masked_fill", x->shape(), m->shape());
+  if (!shape.ok() || *shape != x->shape()) {
+    throw Error(fmt::format("masked_fill: a mask of shape {} does not broadcast to the tensor's shape {}",
+                            ir::shape_to_string(m->shape()), ir::shape_to_string(x->shape())));
+  }
+  return where(mask, value, t);
+}
+
 Tensor neg(const Tensor& t) { return unary(OpKind::Neg, t); }
 Tensor abs(const Tensor& t) { return unary(OpKind::Abs, t); }
 Tensor exp(const Tensor& t) { return unary(OpKind::Exp, t); }

@@ -378,6 +378,48 @@ Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index) {
   return pending(check(ir::make_structured(OpKind::IndexSelect, {std::move(x), std::move(i)}, {d})));
 }
 
+Tensor gather(const Tensor& t, int64_t dim, const Tensor& index) {
+  ir::NodePtr x = value_of(t, "gather");
+  ir::NodePtr i = value_of(index, "gather");
+  if (x->rank() == 0) throw Error("gather: a rank-0 tensor has no dim to gather along");
+  const int64_t d = wrap_dim("gather", dim, x->rank());
+  return pending(check(ir::make_structured(OpKind::Gather, {std::move(x), std::move(i)}, {d})));
+}
+
+Tensor take_along_dim(const Tensor& t, const Tensor& indices, int64_t dim) {
+  ir::NodePtr x = value_of(t, "take_along_dim");
+  ir::NodePtr i = value_of(indices, "take_along_dim");
+  if (x->rank() != i->rank()) {
+    throw Error(fmt::format("take_along_dim: the indices must have the tensor's rank {}, got shape {}", x->rank(),
+                            ir::shape_to_string(i->shape())));
+  }
+  const int64_t d = wrap_dim("take_along_dim", dim, x->rank());
+  ir::Shape x_shape = x->shape(), i_shape = i->shape();
+  x_shape[d] = i_shape[d] = 1;  // broadcast outside dim only
+  absl::StatusOr<ir::Shape> common = ir::broadcast_shapes("take_along_dim", x_shape, i_shape);
+  if (!common.ok()) throw Error(std::string(common.status().message()));
+  std::vector<int64_t> to_x(common->begin(), common->end()), to_i(common->begin(), common->end());
+  to_x[d] = x->shape()[d];
+  to_i[d] = i->shape()[d];
+  return gather(expand(t, to_x), d, expand(indices, to_i));
+}
+
+Tensor embedding(const Tensor& weight, const Tensor& indices) {
+  ir::NodePtr w = value_of(weight, "embedding");
+  ir::NodePtr i = value_of(indices, "embedding");
+  if (w->rank() != 2) {
+    throw Error(fmt::format("embedding: the weight must have rank 2 ([num_embeddings, dim]), got shape {}",
+                            ir::shape_to_string(w->shape())));
+  }
+  if (i->dtype() != DType::Int32 && i->dtype() != DType::Int64) {
+    throw Error(fmt::format("embedding: indices must be int32 or int64, got {}", dtype_name(i->dtype())));
+  }
+  std::vector<int64_t> shape(i->shape().begin(), i->shape().end());
+  shape.push_back(w->shape()[1]);
+  const Tensor rows = index_select(weight, 0, reshape(indices, {-1}));
+  return reshape(rows, shape);
+}
+
 Tensor squeeze(const Tensor& t, int64_t dim) {
   ir::NodePtr x = value_of(t, "squeeze");
   const int64_t d = wrap_dim_of("squeeze", dim, x->rank());
