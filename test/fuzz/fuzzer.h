@@ -42,6 +42,7 @@ inline constexpr Generator kGenerators[] = {
     {"slice", 4, gen_slice},
     {"cat", 3, gen_cat},
     {"index_select", 2, gen_index_select},
+    {"gather", 2, gen_gather},
     {"squeeze", 3, gen_squeeze},
     {"update", 5, gen_update},
     {"undefined", 1, gen_undefined},

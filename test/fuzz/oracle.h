@@ -363,6 +363,16 @@ inline Meta index_select(const Meta& t, int64_t dim, int64_t count) {
   return {t.dtype, out};
 }
 
+inline Meta gather(const Meta& t, int64_t dim, const Dims& index) {
+  if (t.shape.empty()) throw Reject{"gather of a rank-0 tensor"};
+  const int64_t d = wrap_dim(dim, static_cast<int64_t>(t.shape.size()));
+  if (index.size() != t.shape.size()) throw Reject{"gather index of another rank"};
+  for (size_t k = 0; k < index.size(); ++k) {
+    if (static_cast<int64_t>(k) != d && index[k] > t.shape[k]) throw Reject{"gather index larger than the input"};
+  }
+  return {t.dtype, index};
+}
+
 inline Meta cat(std::span<const Meta> parts, int64_t dim) {
   if (parts.empty()) throw Reject{"cat of nothing"};
   const Dims& first = parts[0].shape;

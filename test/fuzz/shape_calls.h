@@ -288,6 +288,32 @@ inline void gen_index_select(Program& p) {
                     expect([&] { return contract::index_select(p.meta(a), dim, n); })));
 }
 
+/// An index no larger than the input outside dim (sometimes larger, or of another rank: a
+/// rejected call), with values within the dim.
+inline void gen_gather(Program& p) {
+  Rng& r = p.rng();
+  const int a = p.pick();
+  const Dims& shape = p.meta(a).shape;
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  const int64_t dim = random_dim(r, rank);
+  const bool in_range = dim >= -rank && dim < rank;
+  const int64_t d = in_range ? (dim < 0 ? dim + rank : dim) : 0;
+  Dims index_shape = shape;
+  for (int64_t k = 0; k < rank; ++k) {
+    index_shape[k] = k == d ? r.range(0, 3) : r.range(0, shape[k] + (r.chance(0.05) ? 1 : 0));
+  }
+  if (r.chance(0.05)) index_shape.push_back(1);
+  const int64_t size = in_range ? shape[d] : 0;
+  std::vector<int64_t> index(static_cast<size_t>(size > 0 ? element_count_of(index_shape) : 0));
+  for (int64_t& i : index) i = r.range(0, size - 1);
+  if (size == 0) std::fill(index_shape.begin(), index_shape.end(), 0);
+  const std::vector<int64_t> dims(index_shape.begin(), index_shape.end());
+  p.apply(make_call(fmt::format("lazyjit::gather({}, {}, Tensor::from_vector<int64_t>({{{}}}, {}))", p.name(a), dim,
+                                fmt::join(index, ", "), dims_text(index_shape)),
+                    {a}, [=](const Args& x) { return gather(x[0], dim, Tensor::from_vector<int64_t>(index, dims)); },
+                    expect([&] { return contract::gather(p.meta(a), dim, index_shape); })));
+}
+
 inline void gen_cat(Program& p) {
   Rng& r = p.rng();
   const int a = p.pick();
