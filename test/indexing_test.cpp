@@ -1,4 +1,4 @@
-// Indexing ops (index_select, gather, take_along_dim, embedding, masked_fill) against the
+// Indexing ops (index_select, gather, take_along_dim, embedding, one_hot, masked_fill) against the
 // reference interpreter, and the kernel status word:
 // an index out of range is a lazyjit::Error naming the op, the index and the bound, raised
 // at the materialisation that finds it, with no tensor of that graph assigned and every
@@ -206,6 +206,27 @@ TEST(MaskedFillTest, FillsWhereTheBroadcastMaskIsTrue) {
   expect_error([&] { masked_fill(x, zeros({3}), 0.0); }, "masked_fill: the mask must be bool, got float32");
   expect_error([&] { masked_fill(x, Tensor::from_vector<bool>({true, false}, {2, 1, 1}), 0.0); },
                "masked_fill: a mask of shape [2,1,1] does not broadcast to the tensor's shape [2,3]");
+}
+
+TEST(OneHotTest, MatchesTheInterpreterAndNamesAClassOutOfRange) {
+  std::mt19937 rng(59);
+  for (DType dtype : {DType::Int32, DType::Int64}) {
+    for (const Shape& shape : {Shape{}, Shape{5}, Shape{0}, Shape{3, 4}}) {
+      const Tensor classes = random_index_tensor(rng, shape, 6, dtype);
+      expect_matches(one_hot(classes, 6), fmt::format("one_hot {} of shape {}", dtype_name(dtype), fmt::join(shape, "x")));
+    }
+  }
+  const Tensor hot = one_hot(Tensor::from_vector<int64_t>({2, 0}, {2}), 3);
+  EXPECT_EQ(hot.dtype(), DType::Int64);
+  EXPECT_EQ(hot.to_vector<int64_t>(), (std::vector<int64_t>{0, 0, 1, 1, 0, 0}));
+  expect_error([&] { one_hot(Tensor::from_vector<int64_t>({1, 3}, {2}), 3).to_vector<int64_t>(); },
+               "one_hot: index 3 is out of range for 3 classes");
+  expect_error([&] { one_hot(Tensor::from_vector<int32_t>({-2}, {1}), 3).to_vector<int64_t>(); },
+               "one_hot: index -2 is out of range for 3 classes");
+  expect_error([&] { one_hot(zeros({2}), 3); }, "one_hot: indices must be int32 or int64, got float32");
+  expect_error([&] { one_hot(Tensor::from_vector<int64_t>({0}, {1}), -1); },
+               "one_hot: num_classes must be given and at least 0, got -1 (a count read from the data would make "
+               "the shape depend on it)");
 }
 
 }  // namespace

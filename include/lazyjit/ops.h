@@ -137,6 +137,10 @@ Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index);
 Tensor gather(const Tensor& t, int64_t dim, const Tensor& index);
 /// gather() after broadcasting `t` and `indices` against each other outside `dim`.
 Tensor take_along_dim(const Tensor& t, const Tensor& indices, int64_t dim);
+/// int64 indices.shape + [num_classes]: 1 at each element's index, 0 elsewhere. Indices
+/// (int32 or int64) outside [0, num_classes) are an Error when the graph runs; unlike
+/// PyTorch, num_classes must be given (-1 would make the shape depend on the data).
+Tensor one_hot(const Tensor& indices, int64_t num_classes);
 /// Rows of `weight` ([num_embeddings, dim]) at `indices` (int32 or int64, any shape): a tensor
 /// of shape indices.shape + [dim].
 Tensor embedding(const Tensor& weight, const Tensor& indices);

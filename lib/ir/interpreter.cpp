@@ -216,6 +216,16 @@ HostTensor eval_view(const Node& node, const std::vector<const HostTensor*>& arg
   for (int64_t i = 0; i < n; ++i) {
     std::vector<int64_t> index = unravel(i, node.shape());
     const HostTensor* source = args[0];
+    if (node.op() == OpKind::OneHot) {  // computed, not copied
+      const int64_t classes = node.shape().back(), k = index.back();
+      index.pop_back();
+      const int64_t at = source->dtype == DType::Int32 ? get<int32_t>(*source, ravel(index, source->shape))
+                                                       : get<int64_t>(*source, ravel(index, source->shape));
+      if (at < 0 || at >= classes) throw Error(index_error(node.op(), node.attrs(), at, classes));
+      const int64_t hit = at == k ? 1 : 0;
+      std::memcpy(out.bytes.data() + i * size, &hit, size);
+      continue;
+    }
     int64_t from = i;
     switch (node.op()) {
       case OpKind::Reshape: break;

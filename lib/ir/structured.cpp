@@ -167,6 +167,17 @@ absl::StatusOr<Shape> gather_shape(const Shape& in, const Shape& index, const No
   return index;
 }
 
+absl::Status check_one_hot(const Shape& in, DType dtype, const Shape& out) {
+  if (dtype != DType::Int32 && dtype != DType::Int64) {
+    return invalid(fmt::format("one_hot: indices must be int32 or int64, got {}", dtype_name(dtype)));
+  }
+  if (out.size() != in.size() + 1 || !std::equal(in.begin(), in.end(), out.begin())) {
+    return invalid(fmt::format("one_hot: result shape {} should be the indices' {} and the class count",
+                               shape_to_string(out), shape_to_string(in)));
+  }
+  return validate_dims("one_hot", out);
+}
+
 absl::StatusOr<Shape> matmul_shape(const Shape& a, const Shape& b) {
   if (a.size() < 2 || b.size() < 2) {
     return invalid(fmt::format("matmul: operands must have rank 2 or more here, got {} and {}", shape_to_string(a),
@@ -245,6 +256,12 @@ absl::StatusOr<std::pair<DType, Shape>> structured_result(OpKind op, std::span<c
     case OpKind::Gather:
       shape = gather_shape(in, operands[1]->shape(), attrs);
       break;
+    case OpKind::OneHot:
+      if (absl::Status s = needs_given(); !s.ok()) return s;
+      if (!attrs.empty()) return invalid("one_hot: takes no attrs");
+      if (absl::Status s = check_one_hot(in, operands[0]->dtype(), *given); !s.ok()) return s;
+      shape = *given;
+      break;
     case OpKind::Matmul:
       shape = matmul_shape(in, operands[1]->shape());
       break;
@@ -270,6 +287,7 @@ absl::StatusOr<NodePtr> make_structured(OpKind op, Node::Operands operands, Node
 }
 
 std::string index_error(OpKind op, const Node::Attrs& attrs, int64_t index, int64_t size) {
+  if (op == OpKind::OneHot) return fmt::format("one_hot: index {} is out of range for {} classes", index, size);
   return fmt::format("{}: index {} is out of range for dim {} of size {}", op_name(op), index, attrs[0], size);
 }
 

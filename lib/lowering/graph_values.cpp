@@ -181,6 +181,20 @@ Id GraphValues::view(int node, const Index& index) {
       in.dims[d] = picked;
       return at(operand, in);
     }
+    case OpKind::OneHot: {  // 1 where the last index is the operand's element, checked first
+      std::vector<Id> dims = dims_of(node, index);
+      const Id k = dims.back();
+      dims.pop_back();
+      const Id picked = k_.convert(at(operand, Index{dims}), DType::Int64);
+      const int last = n.rank() - 1;
+      const Id inside = k_.op(OpKind::LogicalAnd, DType::Bool,
+                              {k_.op(OpKind::Ge, DType::Bool, {picked, k_.index(0)}),
+                               k_.op(OpKind::Lt, DType::Bool, {picked, dim(node, last)})});
+      const int code = k_.check(inside, picked, buffer(KernelFrame::kStatus, DType::Int64));
+      frame_.checks.resize(code);
+      frame_.checks[code - 1] = {node, offsets_[node] + last};
+      return k_.convert(k_.op(OpKind::Eq, DType::Bool, {picked, k}), DType::Int64);
+    }
     case OpKind::Cat: {
       // Every part is read at its clamped index and the right one selected: no branches in
       // the loop, so it still vectorises.

@@ -404,6 +404,18 @@ Tensor take_along_dim(const Tensor& t, const Tensor& indices, int64_t dim) {
   return gather(expand(t, to_x), d, expand(indices, to_i));
 }
 
+Tensor one_hot(const Tensor& indices, int64_t num_classes) {
+  ir::NodePtr i = value_of(indices, "one_hot");
+  if (num_classes < 0) {
+    throw Error(fmt::format("one_hot: num_classes must be given and at least 0, got {} (a count read from the data "
+                            "would make the shape depend on it)",
+                            num_classes));
+  }
+  ir::Shape shape = i->shape();
+  shape.push_back(num_classes);
+  return pending(check(ir::make_structured(OpKind::OneHot, {std::move(i)}, {}, &shape)));
+}
+
 Tensor embedding(const Tensor& weight, const Tensor& indices) {
   ir::NodePtr w = value_of(weight, "embedding");
   ir::NodePtr i = value_of(indices, "embedding");
