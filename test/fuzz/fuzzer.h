@@ -43,6 +43,7 @@ inline constexpr Generator kGenerators[] = {
     {"cat", 3, gen_cat},
     {"index_select", 2, gen_index_select},
     {"gather", 2, gen_gather},
+    {"one_hot", 1, gen_one_hot},
     {"squeeze", 3, gen_squeeze},
     {"update", 5, gen_update},
     {"undefined", 1, gen_undefined},

@@ -314,6 +314,27 @@ inline void gen_gather(Program& p) {
                     expect([&] { return contract::gather(p.meta(a), dim, index_shape); })));
 }
 
+/// Classes within [0, n) of a random shape, combined with a picked value of that shape when
+/// one fits (the one-hot rows then flow into the rest of the program).
+inline void gen_one_hot(Program& p) {
+  Rng& r = p.rng();
+  const int a = p.pick();
+  Dims shape = p.meta(a).shape;
+  if (element_count_of(shape) > 4096) shape = {r.range(0, 8)};  // (a huge value's shape: not its size)
+  const int64_t n = r.range(1, 5);
+  std::vector<int64_t> classes(static_cast<size_t>(element_count_of(shape)));
+  for (int64_t& c : classes) c = r.range(0, n - 1);
+  const std::vector<int64_t> dims(shape.begin(), shape.end());
+  p.apply(make_call(fmt::format("lazyjit::one_hot(Tensor::from_vector<int64_t>({{{}}}, {}), {})", fmt::join(classes, ", "),
+                                dims_text(shape), n),
+                    {}, [=](const Args&) { return one_hot(Tensor::from_vector<int64_t>(classes, dims), n); },
+                    expect([&] {
+                      Dims out = shape;
+                      out.push_back(n);
+                      return Meta{DType::Int64, out};
+                    })));
+}
+
 inline void gen_cat(Program& p) {
   Rng& r = p.rng();
   const int a = p.pick();
