@@ -373,6 +373,13 @@ inline Meta gather(const Meta& t, int64_t dim, const Dims& index) {
   return {t.dtype, index};
 }
 
+inline Meta one_hot(const Dims& shape, int64_t classes) {
+  Dims out = shape;
+  out.push_back(classes);
+  check_dims(out);
+  return {DType::Int64, out};
+}
+
 inline Meta cat(std::span<const Meta> parts, int64_t dim) {
   if (parts.empty()) throw Reject{"cat of nothing"};
   const Dims& first = parts[0].shape;

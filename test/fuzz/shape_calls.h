@@ -328,11 +328,7 @@ inline void gen_one_hot(Program& p) {
   p.apply(make_call(fmt::format("lazyjit::one_hot(Tensor::from_vector<int64_t>({{{}}}, {}), {})", fmt::join(classes, ", "),
                                 dims_text(shape), n),
                     {}, [=](const Args&) { return one_hot(Tensor::from_vector<int64_t>(classes, dims), n); },
-                    expect([&] {
-                      Dims out = shape;
-                      out.push_back(n);
-                      return Meta{DType::Int64, out};
-                    })));
+                    expect([&] { return contract::one_hot(shape, n); })));
 }
 
 inline void gen_cat(Program& p) {
