@@ -125,12 +125,9 @@ void JitCompiler::prepare(llvm::Module& module, llvm::TargetMachine& target) con
 }
 
 absl::StatusOr<std::string> JitCompiler::text(const lowering::LoweredGraph& lowered, Text form) {
+  if (form == Text::LlvmIr) return llvm_ir_text(lowered);
   std::string text;
   for (const lowering::LoweredKernel& kernel : lowered.kernels) {
-    if (form == Text::LlvmIr) {
-      text += module_text(*emit_module(kernel).module);
-      continue;
-    }
     KernelModule emitted = emit_module(kernel);
     llvm::Module& module = *emitted.module;
     std::lock_guard lock(mutex_);

@@ -60,9 +60,11 @@ inline constexpr int kNumOps = 0
 
 /// The table row of `op`.
 const OpInfo& op_info(OpKind op);
-/// Whether `op` reads indices from its operands' data (IndexSelect, Gather, OneHot): its
-/// kernels check each index at run time.
-inline bool indexes_by_data(OpKind op) { return op_info(op).dtype_rule == DTypeRule::First || op == OpKind::OneHot; }
+/// Whether `op` reads indices from its operands' data: its kernels check each index at run
+/// time (GraphValues::checked_index).
+inline bool indexes_by_data(OpKind op) {
+  return op == OpKind::IndexSelect || op == OpKind::Gather || op == OpKind::OneHot;
+}
 inline std::string_view op_name(OpKind op) { return op_info(op).name; }
 /// The op whose text name is `name`, if any.
 std::optional<OpKind> op_from_name(std::string_view name);

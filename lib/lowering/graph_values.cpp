@@ -144,6 +144,17 @@ Id GraphValues::compute(int node, const Index& index) {
   internal_error(std::string(ir::op_name(n.op())) + " evaluated in a kernel that does not hold it");
 }
 
+Id GraphValues::checked_index(int node, Id value, int bounded, int d) {
+  const Id picked = k_.convert(value, DType::Int64);
+  const Id inside = k_.op(OpKind::LogicalAnd, DType::Bool,
+                          {k_.op(OpKind::Ge, DType::Bool, {picked, k_.index(0)}),
+                           k_.op(OpKind::Lt, DType::Bool, {picked, dim(bounded, d)})});
+  const int code = k_.check(inside, picked, buffer(KernelFrame::kStatus, DType::Int64));
+  frame_.checks.resize(code);
+  frame_.checks[code - 1] = {node, offsets_[bounded] + d};
+  return picked;
+}
+
 Id GraphValues::view(int node, const Index& index) {
   const ir::Node& n = *graph_.nodes[node];
   const int operand = graph_.operands[node][0];
@@ -171,28 +182,14 @@ Id GraphValues::view(int node, const Index& index) {
       Index in{dims_of(node, index)};
       const int d = static_cast<int>(n.attrs()[0]);
       const Index at_index = n.op() == OpKind::Gather ? index : Index{{in.dims[d]}};
-      const Id picked = k_.convert(at(graph_.operands[node][1], at_index), DType::Int64);
-      const Id inside = k_.op(OpKind::LogicalAnd, DType::Bool,
-                              {k_.op(OpKind::Ge, DType::Bool, {picked, k_.index(0)}),
-                               k_.op(OpKind::Lt, DType::Bool, {picked, dim(operand, d)})});
-      const int code = k_.check(inside, picked, buffer(KernelFrame::kStatus, DType::Int64));
-      frame_.checks.resize(code);
-      frame_.checks[code - 1] = {node, offsets_[operand] + d};
-      in.dims[d] = picked;
+      in.dims[d] = checked_index(node, at(graph_.operands[node][1], at_index), operand, d);
       return at(operand, in);
     }
     case OpKind::OneHot: {  // 1 where the last index is the operand's element, checked first
       std::vector<Id> dims = dims_of(node, index);
       const Id k = dims.back();
       dims.pop_back();
-      const Id picked = k_.convert(at(operand, Index{dims}), DType::Int64);
-      const int last = n.rank() - 1;
-      const Id inside = k_.op(OpKind::LogicalAnd, DType::Bool,
-                              {k_.op(OpKind::Ge, DType::Bool, {picked, k_.index(0)}),
-                               k_.op(OpKind::Lt, DType::Bool, {picked, dim(node, last)})});
-      const int code = k_.check(inside, picked, buffer(KernelFrame::kStatus, DType::Int64));
-      frame_.checks.resize(code);
-      frame_.checks[code - 1] = {node, offsets_[node] + last};
+      const Id picked = checked_index(node, at(operand, Index{dims}), node, n.rank() - 1);
       return k_.convert(k_.op(OpKind::Eq, DType::Bool, {picked, k}), DType::Int64);
     }
     case OpKind::Cat: {

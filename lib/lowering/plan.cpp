@@ -2,6 +2,7 @@
 #include "lowering/plan.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "fmt/format.h"
 #include "lowering/fusion.h"
@@ -65,6 +66,19 @@ void plan_donation_candidates(const ir::Graph& graph, KernelPlan& plan) {
     }
     return false;
   };
+  // A kernel that checks data may fail halfway, and its inputs must still hold their values
+  // then: it writes no donated buffer (writers of donated buffers run last). Once per kernel.
+  std::vector<int8_t> checks(kernels.size(), -1);
+  auto checks_data = [&](int k) {
+    if (checks[k] < 0) {
+      if (regions[k].empty()) regions[k] = region_of(graph, plan, kernels[k]);
+      checks[k] = 0;
+      for (size_t n = 0; n < graph.nodes.size() && checks[k] == 0; ++n) {
+        checks[k] = regions[k][n] && ir::indexes_by_data(graph.nodes[n]->op());
+      }
+    }
+    return checks[k] == 1;
+  };
   for (size_t r = 0; r < num_results; ++r) {
     const ir::Node& result = *graph.nodes[graph.roots[r]];
     if (result.op() == ir::OpKind::Parameter) continue;  // a copy of an input keeps both
@@ -73,14 +87,7 @@ void plan_donation_candidates(const ir::Graph& graph, KernelPlan& plan) {
     const bool in_place = writer.kind == KernelKind::Elementwise || writer.kind == KernelKind::Matmul ||
                           (writer.kind == KernelKind::Rows && !writer.stages.empty());
     if (!in_place || read_back(static_cast<int>(r))) continue;
-    // A kernel that checks data may fail halfway, and its inputs must still hold their
-    // values then: it writes no donated buffer (writers of donated buffers run last).
-    if (regions[w].empty()) regions[w] = region_of(graph, plan, writer);
-    bool checks = false;
-    for (size_t n = 0; n < graph.nodes.size() && !checks; ++n) {
-      checks = regions[w][n] && ir::indexes_by_data(graph.nodes[n]->op());
-    }
-    if (checks) continue;
+    if (checks_data(w)) continue;
     for (size_t slot = 0; slot < graph.parameters.size(); ++slot) {
       const ir::Node& parameter = *graph.parameters[slot];
       if (parameter.dtype() != result.dtype() || parameter.rank() != result.rank()) continue;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <vector>
 
 #include "calls.h"
@@ -249,13 +250,25 @@ inline int64_t slice_step(Rng& r, int64_t size) {
   return r.pick<int64_t>({0, -1, int64_t{1} << 62, std::numeric_limits<int64_t>::max()});
 }
 
+/// A random dim of `shape` (some negative, some out of range) and, when it is in range, its
+/// position.
+struct PickedDim {
+  int64_t dim;
+  std::optional<size_t> at;
+};
+inline PickedDim pick_dim(Rng& r, const Dims& shape) {
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  const int64_t dim = random_dim(r, rank);
+  if (dim < -rank || dim >= rank) return {dim, std::nullopt};
+  return {dim, static_cast<size_t>(dim < 0 ? dim + rank : dim)};
+}
+
 inline void gen_slice(Program& p) {
   Rng& r = p.rng();
   const int a = p.pick();
   const Dims& shape = p.meta(a).shape;
-  const int64_t dim = random_dim(r, static_cast<int64_t>(shape.size()));
-  const bool in_range = dim >= -static_cast<int64_t>(shape.size()) && dim < static_cast<int64_t>(shape.size());
-  const int64_t size = in_range ? shape[static_cast<size_t>(dim < 0 ? dim + shape.size() : dim)] : 3;
+  const auto [dim, at] = pick_dim(r, shape);
+  const int64_t size = at ? shape[*at] : 3;
   const int64_t start = slice_bound(r, size), end = slice_bound(r, size), step = slice_step(r, size);
   p.apply(make_call(fmt::format("lazyjit::slice({}, {}, {}, {}, {})", p.name(a), dim, Number::integer_text(start),
                                 Number::integer_text(end), Number::integer_text(step)),
@@ -269,10 +282,8 @@ inline void gen_index_select(Program& p) {
   Rng& r = p.rng();
   const int a = p.pick();
   const Dims& shape = p.meta(a).shape;
-  const int64_t rank = static_cast<int64_t>(shape.size());
-  const int64_t dim = random_dim(r, rank);
-  const bool in_range = dim >= -rank && dim < rank;
-  const int64_t size = in_range ? shape[static_cast<size_t>(dim < 0 ? dim + rank : dim)] : 3;
+  const auto [dim, at] = pick_dim(r, shape);
+  const int64_t size = at ? shape[*at] : 3;
   std::vector<int64_t> index(size > 0 ? static_cast<size_t>(r.range(0, 4)) : 0);
   for (int64_t& i : index) i = r.range(0, size - 1);
   const bool narrow = r.chance(0.5);
@@ -294,16 +305,13 @@ inline void gen_gather(Program& p) {
   Rng& r = p.rng();
   const int a = p.pick();
   const Dims& shape = p.meta(a).shape;
-  const int64_t rank = static_cast<int64_t>(shape.size());
-  const int64_t dim = random_dim(r, rank);
-  const bool in_range = dim >= -rank && dim < rank;
-  const int64_t d = in_range ? (dim < 0 ? dim + rank : dim) : 0;
+  const auto [dim, at] = pick_dim(r, shape);
   Dims index_shape = shape;
-  for (int64_t k = 0; k < rank; ++k) {
-    index_shape[k] = k == d ? r.range(0, 3) : r.range(0, shape[k] + (r.chance(0.05) ? 1 : 0));
+  for (size_t k = 0; k < shape.size(); ++k) {
+    index_shape[k] = at == k ? r.range(0, 3) : r.range(0, shape[k] + (r.chance(0.05) ? 1 : 0));
   }
   if (r.chance(0.05)) index_shape.push_back(1);
-  const int64_t size = in_range ? shape[d] : 0;
+  const int64_t size = at ? shape[*at] : 0;
   std::vector<int64_t> index(static_cast<size_t>(size > 0 ? element_count_of(index_shape) : 0));
   for (int64_t& i : index) i = r.range(0, size - 1);
   if (size == 0) std::fill(index_shape.begin(), index_shape.end(), 0);
