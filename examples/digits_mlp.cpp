@@ -153,6 +153,9 @@ TrainingRun train(const Mlp& model, lazyjit::optim::Optimizer& opt, const Digits
   const std::vector<std::pair<int64_t, int64_t>> bounds = batch_bounds(static_cast<int64_t>(train.size()));
   SplitMix64 order_rng(kOrderSeed);
   TrainingRun run;
+  // The graphs that initialised the parameters ran at once on tier 0 and compile in the
+  // background (LAZYJIT_TIER=auto): let them finish, so that the counts below are the loop's.
+  lazyjit::wait_for_compiles();
   const lazyjit::Metrics before_training = lazyjit::metrics();
   const auto training_start = std::chrono::steady_clock::now();
   for (int epoch = 1; epoch <= kEpochs; ++epoch) {

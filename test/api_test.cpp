@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "runtime/runtime.h"  // only to empty the compile cache between counter tests
 #include "runtime/tensor_impl.h"  // to see that a step barrier left a tensor pending
+#include "tier.h"
 
 namespace {
 
@@ -528,8 +529,10 @@ TEST(ApiTest, ThreadsMaterialiseTheirOwnTensors) {
 // ---------------------------------------------------------------------------------------------
 // Recompilation, by the counters
 
+// Tests of the compile cache: on compiled code.
 class CacheTest : public ::testing::Test {
  protected:
+  lazyjit::tests::ScopedTier compiled_{lazyjit::Tier::Compile};
   void SetUp() override {
     // Tests may share a process (running the binary directly): start from an empty cache.
     lazyjit::runtime::Runtime::get().cache().clear();

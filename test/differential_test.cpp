@@ -1,6 +1,7 @@
 // Differential tests: every elementwise row of the op table, for every operand dtype, on
-// seeded random shapes (size 0, size-1 broadcast, odd and large sizes), compiled and run by
-// the runtime and compared with the reference interpreter. Also random fused programs.
+// seeded random shapes (size 0, size-1 broadcast, odd and large sizes), run by the runtime on
+// both tiers (tier 0 and compiled code) and compared with the reference interpreter and with
+// each other. Also random fused programs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,6 +17,7 @@
 #include "ir/interpreter.h"
 #include "lazyjit/lazyjit.h"
 #include "runtime/runtime.h"
+#include "tier.h"
 
 namespace lazyjit {
 namespace detail {
@@ -127,25 +129,71 @@ bool element_matches(const ir::HostTensor& got, const ir::HostTensor& want, int6
   return std::abs(g - w) <= tolerance * (1 + std::abs(w));
 }
 
-/// Runs `roots` through the runtime and the interpreter and compares every element.
-void expect_matches_interpreter(const std::vector<ir::NodePtr>& roots, const std::string& context) {
-  const std::vector<ir::HostTensor> expected = ir::interpret(ir::build_graph(roots));
+/// Whether the two tiers may differ in the last bits of `graph`'s results: a math function
+/// (compiled loops call libm for some elements and libmvec for others, tier 0 libmvec for all)
+/// or a float sum (the tiers add its lanes in different orders). docs/semantics.md, "Tiers".
+bool tiers_may_differ(const ir::Graph& graph) {
+  for (const ir::Node* node : graph.nodes) {
+    switch (node->op()) {
+      case OpKind::Exp: case OpKind::Log: case OpKind::Sin: case OpKind::Cos: case OpKind::Tanh: case OpKind::Erf:
+      case OpKind::Sigmoid: case OpKind::Gelu: case OpKind::Randn: return true;
+      case OpKind::Pow: case OpKind::Sum:
+        if (is_floating(node->dtype())) return true;
+        break;
+      default: break;
+    }
+  }
+  return false;
+}
 
+/// `roots` run on one tier, as host tensors.
+std::vector<ir::HostTensor> run_on(Tier tier, const std::vector<ir::NodePtr>& roots) {
+  tests::ScopedTier scoped(tier);
   std::vector<Tensor> tensors;
   for (const auto& r : roots) tensors.push_back(detail::make_pending(r));
   sync(tensors);
+  std::vector<ir::HostTensor> out;
+  for (const Tensor& t : tensors) {
+    const BackendData& data = *t.impl()->data();
+    ir::HostTensor host{data.dtype(), ir::Shape(data.shape().begin(), data.shape().end()), {}};
+    host.bytes.resize(static_cast<size_t>(data.size_bytes()));
+    if (!host.bytes.empty()) std::memcpy(host.bytes.data(), data.data(), host.bytes.size());
+    out.push_back(std::move(host));
+  }
+  return out;
+}
+
+/// Runs `roots` on tier 0 and on compiled code and compares every element of each with the
+/// interpreter's; the two tiers agree bit for bit unless tiers_may_differ.
+void expect_matches_interpreter(const std::vector<ir::NodePtr>& roots, const std::string& context) {
+  const ir::Graph graph = ir::build_graph(roots);
+  const std::vector<ir::HostTensor> expected = ir::interpret(graph);
+  const bool bitwise = !tiers_may_differ(graph);
+  const std::vector<ir::HostTensor> compiled = run_on(Tier::Compile, roots);
+  const std::vector<ir::HostTensor> interpreted = run_on(Tier::Interpret, roots);
+  for (const auto& [tier, results] : {std::pair{"compiled", &compiled}, std::pair{"tier 0", &interpreted}}) {
+    for (size_t k = 0; k < roots.size(); ++k) {
+      const ir::HostTensor& actual = (*results)[k];
+      ASSERT_EQ(actual.dtype, expected[k].dtype) << context;
+      ASSERT_EQ(actual.numel(), expected[k].numel()) << context;
+      int reported = 0;
+      for (int64_t i = 0; i < actual.numel() && reported < 5; ++i) {
+        if (!element_matches(actual, expected[k], i)) {
+          ADD_FAILURE() << context << " result " << k << " element " << i << ": " << tier << " "
+                        << actual.as_double(i) << ", interpreter " << expected[k].as_double(i);
+          ++reported;
+        }
+      }
+    }
+  }
   for (size_t k = 0; k < roots.size(); ++k) {
-    const BackendData& data = *tensors[k].impl()->data();
-    ASSERT_EQ(data.dtype(), expected[k].dtype) << context;
-    ASSERT_EQ(data.numel(), expected[k].numel()) << context;
-    ir::HostTensor actual{data.dtype(), expected[k].shape, {}};
-    actual.bytes.resize(static_cast<size_t>(data.size_bytes()));
-    if (!actual.bytes.empty()) std::memcpy(actual.bytes.data(), data.data(), actual.bytes.size());
+    if (!bitwise) break;
+    const size_t size = static_cast<size_t>(dtype_size(compiled[k].dtype));
     int reported = 0;
-    for (int64_t i = 0; i < actual.numel() && reported < 5; ++i) {
-      if (!element_matches(actual, expected[k], i)) {
-        ADD_FAILURE() << context << " result " << k << " element " << i << ": kernel " << actual.as_double(i)
-                      << ", interpreter " << expected[k].as_double(i);
+    for (int64_t i = 0; i < compiled[k].numel() && reported < 5; ++i) {
+      if (std::memcmp(compiled[k].bytes.data() + i * size, interpreted[k].bytes.data() + i * size, size) != 0) {
+        ADD_FAILURE() << context << " result " << k << " element " << i << ": compiled " << compiled[k].as_double(i)
+                      << ", tier 0 " << interpreted[k].as_double(i) << " (the tiers must agree bit for bit)";
         ++reported;
       }
     }
@@ -283,6 +331,30 @@ TEST(Differential, AProductsEpilogueBesideAReshapedInputOfItsShape) {
   const Tensor product = matmul(ones({2, 1, 5}, DType::Float64), ones({2, 5, 3}, DType::Float64)) + 1;
   const Tensor input = Tensor::from_vector<double>({1, 2, 3, 4, 5, 6}, {2, 3});
   expect_matches_interpreter({ir_of(product), ir_of(reshape(input, {2, 1, 3}))}, "product + 1 beside a reshape");
+}
+
+/// Products, folds, views and gathers on both tiers: a product and its epilogue (the same fused
+/// multiply-adds in the same order, so bit for bit), row and column folds, argmax, transposes,
+/// slices, concatenation, index_select; odd sizes so that tiles and blocks have remainders.
+TEST(Differential, ProductsFoldsViewsAndGathers) {
+  std::mt19937_64 rng(0x7e40);
+  for (DType dtype : {DType::Float32, DType::Float64, DType::Int32, DType::Int64}) {
+    const Tensor a = detail::make_pending(random_leaf(rng, dtype, {37, 53}, {-2, 2}));
+    const Tensor b = detail::make_pending(random_leaf(rng, dtype, {53, 29}, {-2, 2}));
+    const Tensor bias = detail::make_pending(random_leaf(rng, dtype, {29}, {-2, 2}));
+    const Tensor batched = detail::make_pending(random_leaf(rng, dtype, {3, 7, 53}, {-2, 2}));
+    const std::string name(dtype_name(dtype));
+    expect_matches_interpreter({ir_of(relu(matmul(a, b) + bias))}, "relu(a @ b + bias) " + name);
+    expect_matches_interpreter({ir_of(matmul(batched, b))}, "batched product " + name);
+    expect_matches_interpreter({ir_of(matmul(transpose(b, 0, 1), transpose(a, 0, 1)))}, "product of transposes " + name);
+    expect_matches_interpreter({ir_of(amax(a, {1})), ir_of(amin(a, {0})), ir_of(argmax(a, 1)), ir_of(argmax(a, 0))},
+                               "extrema " + name);
+    expect_matches_interpreter({ir_of(sum(a, {1})), ir_of(sum(a, {0})), ir_of(sum(a))}, "sums " + name);
+    const Tensor index = Tensor::from_vector<int64_t>({36, 0, 5, 5, 17}, {5});
+    expect_matches_interpreter({ir_of(index_select(a, 0, index)), ir_of(index_select(a, 1, index)),
+                                ir_of(cat({slice(a, 1, 3, 50, 4), slice(b, 0, 10, 47), transpose(slice(a, 1, 0, 37), 0, 1)}, 1))},
+                               "gathers and views " + name);
+  }
 }
 
 /// Random programs: a DAG of random ops over three leaves of broadcastable shapes, with

@@ -272,6 +272,7 @@ class GraphExecutorTest : public ::testing::Test {
     ASSERT_TRUE(c.ok()) << c.status();
     compiler_ = *std::move(c);
     graph_executor_ = std::make_unique<GraphExecutor>(*compiler_, cache_, executor_, allocator_, live_, counters_);
+    graph_executor_->set_tier(Tier::Compile);  // these tests count compiles
   }
 
   std::shared_ptr<detail::TensorImpl> input(std::vector<float> values) {
@@ -404,6 +405,7 @@ class GuardrailTest : public GraphExecutorTest {
     GraphExecutorTest::SetUp();
     graph_executor_ = std::make_unique<GraphExecutor>(*compiler_, cache_, executor_, allocator_, live_, counters_,
                                                       CompileOptions{.max_graphs = 2});
+    graph_executor_->set_tier(Tier::Compile);
   }
 };
 

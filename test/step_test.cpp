@@ -10,6 +10,7 @@
 
 #include "lazyjit/lazyjit.h"
 #include "runtime/runtime.h"
+#include "tier.h"
 
 namespace lazyjit {
 namespace {
@@ -28,6 +29,7 @@ std::vector<float> iota(int64_t n, float start, float step) {
 // every step, the batch size changed once. Compiles follow structures, not steps, learning
 // rates or batch sizes; every step writes each weight into its own old buffer.
 TEST(StepTest, TrainingLoopCompilesPerStructureAndUpdatesWeightsInPlace) {
+  tests::ScopedTier compiled(Tier::Compile);
   runtime::Runtime::get().cache().clear();
   constexpr int64_t kFeatures = 16;
   std::vector<float> w_host = iota(kFeatures, -1.0f, 0.125f), b_host = iota(kFeatures, 0.5f, -0.0625f);
@@ -147,6 +149,7 @@ namespace {
 // Numbers are runtime parameters unless marked constant: a new learning rate reuses the
 // code, a new constant compiles a kernel with the value folded in.
 TEST(StepTest, ScalarsAreParametersUnlessMarkedConstant) {
+  tests::ScopedTier compiled(Tier::Compile);
   runtime::Runtime::get().cache().clear();
   Tensor x = Tensor::from_vector<float>({1, 2, 3}, {3});
   const int64_t compiles = metrics().compiles;

@@ -30,6 +30,20 @@ void mark_step();
 /// their code freed.
 void set_compile_cache_capacity(int64_t entries);
 
+/// Which engine runs a graph's kernels (LAZYJIT_TIER: auto, 0 or 1).
+enum class Tier {
+  Auto,       ///< kernels not compiled yet run at once on tier 0, an interpreter of the kernel IR,
+              ///< while LLVM compiles them in the background; compiled code from then on
+  Interpret,  ///< tier 0 only: never compile (short scripts, tests of semantics)
+  Compile,    ///< wait for compiled code (no warm-up: benchmarks, tests of compilation)
+};
+/// Sets the tier of later materialisations (default: LAZYJIT_TIER, else Auto).
+void set_tier(Tier tier);
+Tier tier();
+/// Waits until the background compiles queued so far are done, so that their graphs run
+/// compiled code from their next execution on.
+void wait_for_compiles();
+
 /// Counters since process start or the last reset_metrics(). Thread-safe snapshot.
 struct Metrics {
   int64_t graphs_traced = 0;      ///< graphs collected for materialisation
@@ -49,6 +63,9 @@ struct Metrics {
   int64_t bytes_in = 0;           ///< copied in by from_vector
   int64_t bytes_out = 0;          ///< copied out by to_vector / item
   int64_t kernels_launched = 0;
+  int64_t tier0_kernel_runs = 0;  ///< kernel launches that tier 0 ran (of kernels_launched)
+  int64_t kernels_compiled_background = 0;  ///< of kernels_compiled, while tier 0 ran their graphs
+  int64_t tier_switches = 0;      ///< graphs whose background compile finished: compiled from then on
   double compile_seconds = 0;     ///< lowering + LLVM optimise + codegen
   double execute_seconds = 0;     ///< running kernels
 };

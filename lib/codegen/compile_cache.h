@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <future>
@@ -65,6 +66,27 @@ class KeyedCache {
     promise.set_value(result);
     if (!result.ok()) forget(key, generation);
     return result;
+  }
+
+  /// The value for `key` if it is made (counted as a hit), else null: never waits for a make
+  /// in flight, never makes one.
+  Entry find_ready(const ir::Hash128& key) {
+    Future future;
+    {
+      std::lock_guard lock(mutex_);
+      auto it = slots_.find(key);
+      if (it == slots_.end()) return nullptr;
+      future = it->second.future;
+      if (future.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return nullptr;
+      lru_.splice(lru_.begin(), lru_, it->second.lru);
+      hits_.fetch_add(1, std::memory_order_relaxed);
+    }
+    try {
+      const absl::StatusOr<Entry>& made = future.get();
+      return made.ok() ? *made : nullptr;
+    } catch (...) {
+      return nullptr;  // a make that threw; its slot is being dropped
+    }
   }
 
   /// Whether `key` is cached (made or being made); does not touch LRU order.

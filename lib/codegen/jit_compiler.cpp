@@ -214,6 +214,13 @@ int64_t JitCompiler::loaded_kernels() const {
   return n;
 }
 
+std::shared_ptr<const CompiledKernel> JitCompiler::find(const lowering::LoweredKernel& kernel) const {
+  const ir::Hash128 key = kernel_key(kernel);
+  std::lock_guard lock(mutex_);
+  auto found = kernels_.find(key);
+  return found == kernels_.end() ? nullptr : found->second.lock();
+}
+
 ir::Hash128 JitCompiler::kernel_key(const lowering::LoweredKernel& kernel) const {
   const uint64_t words[] = {kernel.content.low, kernel.content.high, fingerprint_.low, fingerprint_.high};
   return ir::hash_words(words);

@@ -97,6 +97,10 @@ class JitCompiler {
   enum class Text { LlvmIr, OptimizedLlvmIr, Assembly };
   absl::StatusOr<std::string> text(const lowering::LoweredGraph& lowered, Text form);
 
+  /// The code of `kernel` if it is in memory now (compiled for any graph still held), else
+  /// null. Compiles nothing: how tier 0 runs the kernels a new graph shares with older ones.
+  std::shared_ptr<const CompiledKernel> find(const lowering::LoweredKernel& kernel) const;
+
   /// What one compile() did, for metrics and logs.
   struct Report {
     int64_t kernels_compiled = 0;   ///< kernels LLVM optimised and emitted

@@ -65,7 +65,7 @@ struct Table {
 }  // namespace
 
 std::unique_ptr<llvm::TargetLibraryInfoImpl> make_vector_library_info(const llvm::Triple& triple, bool avx512) {
-  static const Table table;
+  static const Table& table = *new Table;  // never destroyed: a background compile may run during exit
   auto info = std::make_unique<llvm::TargetLibraryInfoImpl>(triple);
   info->addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86, triple);
   std::vector<llvm::VecDesc> chosen;

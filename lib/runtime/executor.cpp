@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "runtime/tier0.h"
 #include "tbb/blocked_range.h"
 #include "tbb/parallel_for.h"
 #include "tbb/partitioner.h"
@@ -22,9 +23,18 @@ Executor::Executor(int num_threads)
 Executor::~Executor() = default;
 
 int32_t Executor::run(lowering::KernelFn kernel, void* const* args, const int64_t* dims, int64_t n, int64_t work) const {
+  return split([&](int64_t begin, int64_t end) { return kernel(args, dims, begin, end); }, n, work);
+}
+
+int32_t Executor::run(const Tier0Kernel& kernel, void* const* args, const int64_t* dims, int64_t n, int64_t work) const {
+  return split([&](int64_t begin, int64_t end) { return kernel.run(args, dims, begin, end); }, n, work);
+}
+
+template <class Body>
+int32_t Executor::split(const Body& body, int64_t n, int64_t work) const {
   if (n <= 0) return 0;
   work = std::max<int64_t>(work, 1);
-  if (n * work <= kInlineLimit || n == 1 || num_threads_ == 1) return kernel(args, dims, 0, n);
+  if (n * work <= kInlineLimit || n == 1 || num_threads_ == 1) return body(0, n);
   // One contiguous chunk per thread (static partitioning): streaming kernels want long
   // unit-stride runs, and the work per iteration is uniform. Chunks hold at least half the
   // inline limit's work, so a medium tensor does not wake every thread.
@@ -34,7 +44,7 @@ int32_t Executor::run(lowering::KernelFn kernel, void* const* args, const int64_
     tbb::parallel_for(
         tbb::blocked_range<int64_t>(0, n, grain),
         [&](const tbb::blocked_range<int64_t>& r) {
-          if (const int32_t s = kernel(args, dims, r.begin(), r.end()); s != 0) {
+          if (const int32_t s = body(r.begin(), r.end()); s != 0) {
             int32_t none = 0;
             status.compare_exchange_strong(none, s, std::memory_order_relaxed);
           }

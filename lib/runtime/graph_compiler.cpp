@@ -33,31 +33,29 @@ absl::StatusOr<codegen::CompileCache::Entry> GraphCompiler::compile(const ir::Gr
                                                                     const lowering::KernelPlan& plan,
                                                                     std::span<const lowering::Alias> aliases,
                                                                     const ir::Hash128& key) {
-  const Clock::time_point start = Clock::now();
-  if (absl::Status status = ir::verify(graph); !status.ok()) return status;
-  const bool guarded = options_.max_graphs > 0;
-  const bool explain = guarded || logger().should_log(spdlog::level::info);
-  const std::string why = explain ? log_.explain(graph) : std::string();
-  if (!log_.admit(graph, static_cast<size_t>(options_.max_graphs))) {
-    return absl::ResourceExhaustedError(
-        fmt::format("LAZYJIT_MAX_GRAPHS={} distinct graphs are compiled already; this one {}", options_.max_graphs, why));
-  }
-  absl::StatusOr<codegen::CompileCache::Entry> code = load_or_compile(graph, plan, aliases, key, why, start);
+  absl::StatusOr<Lowered> lowered = lower(graph, plan, aliases, key);
+  if (!lowered.ok()) return lowered.status();
+  absl::StatusOr<codegen::CompileCache::Entry> code = compile(*std::move(lowered));
   if (!code.ok()) log_.forget(graph);  // a failed compile does not use up the guardrail
   return code;
 }
 
-absl::StatusOr<codegen::CompileCache::Entry> GraphCompiler::load_or_compile(const ir::Graph& graph,
-                                                                            const lowering::KernelPlan& plan,
-                                                                            std::span<const lowering::Alias> aliases,
-                                                                            const ir::Hash128& key,
-                                                                            const std::string& why,
-                                                                            Clock::time_point start) {
+absl::StatusOr<GraphCompiler::Lowered> GraphCompiler::lower(const ir::Graph& graph, const lowering::KernelPlan& plan,
+                                                            std::span<const lowering::Alias> aliases,
+                                                            const ir::Hash128& key) {
+  const Clock::time_point start = Clock::now();
+  if (absl::Status status = ir::verify(graph); !status.ok()) return status;
+  const bool guarded = options_.max_graphs > 0;
+  const bool explain = guarded || logger().should_log(spdlog::level::info);
+  std::string why = explain ? log_.explain(graph) : std::string();
+  if (!log_.admit(graph, static_cast<size_t>(options_.max_graphs))) {
+    return absl::ResourceExhaustedError(
+        fmt::format("LAZYJIT_MAX_GRAPHS={} distinct graphs are compiled already; this one {}", options_.max_graphs, why));
+  }
   // Dumps are named by the graph key, plus the cache key when buffers are donated (the same
   // graph compiles differently then).
-  const std::string stem =
+  std::string stem =
       aliases.empty() ? graph.key.to_hex() : fmt::format("{}-donating-{}", graph.key.to_hex(), key.to_hex());
-
   // Lowered before any LLVM work, so a graph that fails to compile is dumped too.
   lowering::LoweredGraph lowered = lowering::lower_graph(graph, plan, aliases);
   const DumpDir& dump = options_.dump_dir;
@@ -67,35 +65,45 @@ absl::StatusOr<codegen::CompileCache::Entry> GraphCompiler::load_or_compile(cons
     dump.write(stem, ".kir", lowering::kernels_text(lowered));
     dump.write(stem, ".ll", compiler_.text(lowered, codegen::JitCompiler::Text::LlvmIr).value_or(""));
   }
-  const size_t kernels = lowered.kernels.size();
+  return Lowered{std::move(lowered), std::move(stem), std::move(why), graph.nodes.size(), start};
+}
+
+absl::StatusOr<codegen::CompileCache::Entry> GraphCompiler::compile(Lowered lowered, bool background) {
+  const DumpDir& dump = options_.dump_dir;
+  const size_t kernels = lowered.graph.kernels.size();
   codegen::JitCompiler::Report report;
   codegen::JitCompiler::Artifacts artifacts;
   const codegen::DiskCache* disk = options_.disk_cache.enabled() ? &options_.disk_cache : nullptr;
-  auto code = compiler_.compile(std::move(lowered), disk, &report, dump.enabled() ? &artifacts : nullptr);
+  auto code = compiler_.compile(std::move(lowered.graph), disk, &report, dump.enabled() ? &artifacts : nullptr);
   for (const std::string& warning : report.warnings) warn_once(warning);
   if (!code.ok()) return code.status();
+  const std::string& stem = lowered.stem;
   if (dump.enabled()) {
     dump.write(stem, ".opt.ll", artifacts.optimized_ir);
     dump.write(stem, ".s", artifacts.assembly);
   }
-  const int64_t ns = nanoseconds_since(start);
+  const int64_t ns = nanoseconds_since(lowered.start);
   counters_.kernels_compiled.fetch_add(report.kernels_compiled, std::memory_order_relaxed);
+  if (background) counters_.kernels_compiled_background.fetch_add(report.kernels_compiled, std::memory_order_relaxed);
   counters_.kernel_cache_hits.fetch_add(report.kernel_cache_hits, std::memory_order_relaxed);
   counters_.disk_cache_hits.fetch_add(report.disk_cache_hits, std::memory_order_relaxed);
   if (report.kernels_compiled > 0) counters_.compiles.fetch_add(1, std::memory_order_relaxed);
   counters_.compile_ns.fetch_add(ns, std::memory_order_relaxed);
   LAZYJIT_LOG(info,
-              "compiled graph {} ({} nodes, {} kernel{}: {} compiled, {} cached, {} from disk; {:.1f} ms; LLVM thread "
+              "compiled graph {} ({} nodes, {} kernel{}: {} compiled, {} cached, {} from disk; {:.1f} ms{}; LLVM thread "
               "time: optimising {:.1f} ms, machine code {:.1f} ms): {}",
-              stem, graph.nodes.size(), kernels, kernels == 1 ? "" : "s", report.kernels_compiled,
-              report.kernel_cache_hits, report.disk_cache_hits, ns / 1e6, report.optimize_ns / 1e6,
-              report.codegen_ns / 1e6, why);
-  if (ns / 1e9 > options_.slow_compile_seconds && !reported_slow_.exchange(true)) {
+              stem, lowered.nodes, kernels, kernels == 1 ? "" : "s", report.kernels_compiled,
+              report.kernel_cache_hits, report.disk_cache_hits, ns / 1e6,
+              background ? " in the background; tier 0 ran it meanwhile and compiled code runs it from its next "
+                           "execution on"
+                         : "",
+              report.optimize_ns / 1e6, report.codegen_ns / 1e6, lowered.why);
+  if (!background && ns / 1e9 > options_.slow_compile_seconds && !reported_slow_.exchange(true)) {
     LAZYJIT_LOG(warn,
                 "compiling graph {} ({} nodes, {} kernels) took {:.1f} s. To cut it: call lazyjit::mark_step() at the "
                 "end of each step (or sync() intermediate results) so that one graph holds one step's work, and set "
                 "LAZYJIT_CACHE_DIR so that later runs load the code instead of compiling it (reported once)",
-                stem, graph.nodes.size(), kernels, ns / 1e9);
+                stem, lowered.nodes, kernels, ns / 1e9);
   }
   return code;
 }

@@ -30,19 +30,30 @@ class GraphCompiler {
   GraphCompiler(codegen::JitCompiler& compiler, RuntimeCounters& counters, CompileOptions options)
       : compiler_(compiler), counters_(counters), options_(std::move(options)) {}
 
-  /// Compiled code for `graph` with its plan and `aliases` (its cache key is `key`): verified, checked
-  /// against the recompilation guardrail, lowered, and each kernel taken from memory or the
-  /// disk cache when its code is there, else compiled (and stored on disk); dumped. Logs why
-  /// it compiled at info level. A bad disk-cache file is reported once and replaced.
+  /// A graph checked and lowered, ready for LLVM: what tier 0 runs while it compiles.
+  struct Lowered {
+    lowering::LoweredGraph graph;
+    std::string stem;       ///< the graph's name in dumps and logs
+    std::string why;        ///< why it compiles (CompileLog::explain), when logged
+    size_t nodes = 0;
+    std::chrono::steady_clock::time_point start;
+  };
+
+  /// Compiled code for `graph` with its plan and `aliases` (its cache key is `key`): lower(),
+  /// then compile().
   absl::StatusOr<codegen::CompileCache::Entry> compile(const ir::Graph& graph, const lowering::KernelPlan& plan,
                                                        std::span<const lowering::Alias> aliases, const ir::Hash128& key);
+  /// The first half: verified, checked against the recompilation guardrail, lowered, dumped
+  /// (all but the compiled forms). Logs why it compiles at info level.
+  absl::StatusOr<Lowered> lower(const ir::Graph& graph, const lowering::KernelPlan& plan,
+                                std::span<const lowering::Alias> aliases, const ir::Hash128& key);
+  /// The second half, which needs no graph: each kernel taken from memory or the disk cache
+  /// when its code is there, else compiled (and stored on disk); the compiled forms dumped. A
+  /// bad disk-cache file is reported once and replaced. `background`: counted as such.
+  absl::StatusOr<codegen::CompileCache::Entry> compile(Lowered lowered, bool background = false);
 
  private:
   using Clock = std::chrono::steady_clock;
-  absl::StatusOr<codegen::CompileCache::Entry> load_or_compile(const ir::Graph& graph, const lowering::KernelPlan& plan,
-                                                               std::span<const lowering::Alias> aliases,
-                                                               const ir::Hash128& key, const std::string& why,
-                                                               Clock::time_point start);
   void warn_once(const std::string& what);
 
   codegen::JitCompiler& compiler_;

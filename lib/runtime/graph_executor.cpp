@@ -83,8 +83,24 @@ void GraphExecutor::materialize(std::vector<std::shared_ptr<detail::TensorImpl>>
   std::shared_ptr<const lowering::KernelPlan> plan = barrier ? plan_of(graph) : nullptr;
   std::vector<lowering::Alias> aliases;
   if (barrier) aliases = plan_donations(graph, *plan);
-  std::shared_ptr<const codegen::CompiledGraph> code = compiled(graph, std::move(plan), aliases);
-  execute(graph, *code, aliases, targets, !barrier && keep_history_.load(std::memory_order_relaxed));
+  const bool keep_history = !barrier && keep_history_.load(std::memory_order_relaxed);
+  // The cache key: the graph's structure, its donations, and the compiler's target.
+  const ir::Hash128& target = compiler_.fingerprint();
+  std::vector<uint64_t> words = {graph.key.low, graph.key.high, target.low, target.high};
+  for (const lowering::Alias& a : aliases) words.push_back(static_cast<uint64_t>(a.result) << 32 | a.parameter);
+  const ir::Hash128 key = ir::hash_words(words);
+  const Tier tier = tier_.load(std::memory_order_relaxed);
+  if (tier != Tier::Compile) {
+    if (auto code = tier == Tier::Auto ? cache_.find_ready(key) : nullptr) {
+      execute(graph, {code->plan(), code.get(), nullptr}, aliases, targets, keep_history);
+      return;
+    }
+    std::shared_ptr<const Tier0Graph> code = interpreted(graph, std::move(plan), aliases, key, tier == Tier::Auto);
+    execute(graph, {code->plan, nullptr, code.get()}, aliases, targets, keep_history);
+    return;
+  }
+  std::shared_ptr<const codegen::CompiledGraph> code = compiled(graph, std::move(plan), aliases, key);
+  execute(graph, {code->plan(), code.get(), nullptr}, aliases, targets, keep_history);
 }
 
 std::shared_ptr<const lowering::KernelPlan> GraphExecutor::plan_of(const ir::Graph& graph) {
@@ -97,12 +113,8 @@ std::shared_ptr<const lowering::KernelPlan> GraphExecutor::plan_of(const ir::Gra
 
 std::shared_ptr<const codegen::CompiledGraph> GraphExecutor::compiled(const ir::Graph& graph,
                                                                       std::shared_ptr<const lowering::KernelPlan> plan,
-                                                                      std::span<const lowering::Alias> aliases) {
-  // The cache key: the graph's structure, its donations, and the compiler's target.
-  const ir::Hash128& target = compiler_.fingerprint();
-  std::vector<uint64_t> words = {graph.key.low, graph.key.high, target.low, target.high};
-  for (const lowering::Alias& a : aliases) words.push_back(static_cast<uint64_t>(a.result) << 32 | a.parameter);
-  const ir::Hash128 key = ir::hash_words(words);
+                                                                      std::span<const lowering::Alias> aliases,
+                                                                      const ir::Hash128& key) {
   auto result = cache_.get_or_make(key, [&] {
     return run_with_stack(kCompileStackBytes, [&] {
       if (plan == nullptr) plan = plan_of(graph);
@@ -115,10 +127,54 @@ std::shared_ptr<const codegen::CompiledGraph> GraphExecutor::compiled(const ir::
   return *std::move(result);
 }
 
-void GraphExecutor::execute(const ir::Graph& graph, const codegen::CompiledGraph& code,
-                            std::span<const lowering::Alias> aliases,
+std::shared_ptr<const Tier0Graph> GraphExecutor::interpreted(const ir::Graph& graph,
+                                                             std::shared_ptr<const lowering::KernelPlan> plan,
+                                                             std::span<const lowering::Alias> aliases,
+                                                             const ir::Hash128& key, bool compile_in_background) {
+  auto result = tier0_graphs_.get_or_make(key, [&]() -> absl::StatusOr<std::shared_ptr<const Tier0Graph>> {
+    absl::StatusOr<GraphCompiler::Lowered> lowered = run_with_stack(kCompileStackBytes, [&] {
+      if (plan == nullptr) plan = plan_of(graph);
+      return graph_compiler_.lower(graph, *plan, aliases, key);
+    });
+    if (!lowered.ok()) return lowered.status();
+    auto code = std::make_shared<Tier0Graph>();
+    code->plan = lowered->graph.plan;
+    for (const lowering::LoweredKernel& kernel : lowered->graph.kernels) {
+      code->kernels.emplace_back(kernel.kir);
+      code->compiled.push_back(compiler_.find(kernel));
+    }
+    const bool all_compiled = std::all_of(code->compiled.begin(), code->compiled.end(), [](const auto& c) { return c != nullptr; });
+    if (compile_in_background && !all_compiled) {
+      // The job holds no graph: a graph would keep its parameters' buffers from being donated.
+      auto job = std::make_shared<GraphCompiler::Lowered>(*std::move(lowered));
+      background_.enqueue([this, key, job] {
+        const std::string stem = job->stem;
+        try {
+          auto made = cache_.get_or_make(key, [&] {
+            return run_with_stack(kCompileStackBytes, [&] { return graph_compiler_.compile(std::move(*job), true); });
+          });
+          if (made.ok()) {
+            counters_.tier_switches.fetch_add(1, std::memory_order_relaxed);
+            return;
+          }
+          LAZYJIT_LOG(warn, "compiling graph {} in the background: {}; tier 0 keeps running it", stem,
+                      std::string(made.status().message()));
+        } catch (const std::exception& e) {
+          LAZYJIT_LOG(warn, "compiling graph {} in the background: {}; tier 0 keeps running it", stem, e.what());
+        }
+      });
+    }
+    return code;
+  });
+  if (!result.ok()) {
+    throw Error(fmt::format("compiling graph {}: {}", graph.key.to_hex(), std::string(result.status().message())));
+  }
+  return *std::move(result);
+}
+
+void GraphExecutor::execute(const ir::Graph& graph, const Code& code, std::span<const lowering::Alias> aliases,
                             const std::vector<std::shared_ptr<detail::TensorImpl>>& targets, bool keep_history) {
-  const lowering::KernelPlan& plan = code.plan();
+  const lowering::KernelPlan& plan = code.plan;
   const int num_parameters = static_cast<int>(graph.parameters.size());
   const int num_results = static_cast<int>(graph.roots.size());
   const int num_temps = static_cast<int>(plan.temps.size());
@@ -156,16 +212,25 @@ void GraphExecutor::execute(const ir::Graph& graph, const codegen::CompiledGraph
   std::vector<ir::NodePtr> leaves;
   leaves.reserve(num_results);
   for (const BackendDataPtr& output : outputs) leaves.push_back(ir::make_parameter(output));
-  const std::vector<size_t> order = donation_order(code.kernels(), aliases);
+  const std::vector<size_t> order = donation_order(plan.kernels, aliases);
 
   const Clock::time_point start = Clock::now();
   lowering::BoundFrame frame;
   int64_t offending = 0;  // a failed check's value (threads that fail at once store it atomically)
+  int64_t tier0_runs = 0;
   for (size_t k : order) {
-    const lowering::KernelSpec& kernel = code.kernels()[k];
+    const lowering::KernelSpec& kernel = plan.kernels[k];
     lowering::bind_frame(kernel.frame, buffers.data(), shapes.data(), scalars.data(), &offending, frame);
-    const int32_t status =
-        executor_.run(code.function(k), frame.args.data(), frame.dims.data(), sizes[kernel.count], sizes[kernel.work]);
+    const int64_t count = sizes[kernel.count], work = sizes[kernel.work];
+    int32_t status = 0;
+    if (code.compiled != nullptr) {
+      status = executor_.run(code.compiled->function(k), frame.args.data(), frame.dims.data(), count, work);
+    } else if (const auto& compiled = code.tier0->compiled[k]) {
+      status = executor_.run(compiled->function(), frame.args.data(), frame.dims.data(), count, work);
+    } else {
+      status = executor_.run(code.tier0->kernels[k], frame.args.data(), frame.dims.data(), count, work);
+      ++tier0_runs;
+    }
     if (status != 0) {  // no result is assigned; donated buffers are written last, so none was yet
       counters_.execute_ns.fetch_add(nanoseconds_since(start), std::memory_order_relaxed);
       const lowering::KernelCheck& check = kernel.frame.checks.at(status - 1);
@@ -174,7 +239,8 @@ void GraphExecutor::execute(const ir::Graph& graph, const codegen::CompiledGraph
     }
   }
   counters_.execute_ns.fetch_add(nanoseconds_since(start), std::memory_order_relaxed);
-  counters_.kernels_launched.fetch_add(static_cast<int64_t>(code.kernels().size()), std::memory_order_relaxed);
+  counters_.kernels_launched.fetch_add(static_cast<int64_t>(plan.kernels.size()), std::memory_order_relaxed);
+  counters_.tier0_kernel_runs.fetch_add(tier0_runs, std::memory_order_relaxed);
   counters_.graphs_executed.fetch_add(1, std::memory_order_relaxed);
   counters_.donations.fetch_add(static_cast<int64_t>(aliases.size()), std::memory_order_relaxed);
   // A tensor updated in place meanwhile (by another thread) keeps its newer IR.

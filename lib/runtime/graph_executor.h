@@ -14,14 +14,24 @@
 #include "codegen/jit_compiler.h"
 #include "lazyjit/runtime.h"
 #include "runtime/allocator.h"
+#include "runtime/background_compiler.h"
 #include "runtime/barrier_lock.h"
 #include "runtime/counters.h"
 #include "runtime/executor.h"
 #include "runtime/graph_compiler.h"
 #include "runtime/live_tensors.h"
 #include "runtime/tensor_impl.h"
+#include "runtime/tier0.h"
 
 namespace lazyjit::runtime {
+
+/// A graph as tier 0 runs it: its plan, each kernel prepared for tier 0, and the code of the
+/// kernels that other graphs have compiled already (those run compiled at once).
+struct Tier0Graph {
+  lowering::KernelPlan plan;
+  std::vector<Tier0Kernel> kernels;
+  std::vector<std::shared_ptr<const codegen::CompiledKernel>> compiled;  ///< per kernel, or null
+};
 
 /// The materialisation pipeline of DESIGN.md section 1: collect the pending tensors, build
 /// the graph and its key, find or compile its code, allocate (or donate) the outputs, run,
@@ -33,7 +43,14 @@ class GraphExecutor {
                 CachingAllocator& allocator, LiveTensors& live, RuntimeCounters& counters,
                 CompileOptions options = {})
       : compiler_(compiler), cache_(cache), executor_(executor), allocator_(allocator), live_(live),
-        counters_(counters), graph_compiler_(compiler, counters, std::move(options)), plans_(cache.capacity()) {}
+        counters_(counters), graph_compiler_(compiler, counters, std::move(options)), plans_(cache.capacity()),
+        tier0_graphs_(cache.capacity()) {}
+
+  /// Which engine runs later materialisations (lazyjit::Tier).
+  void set_tier(Tier tier) { tier_.store(tier, std::memory_order_relaxed); }
+  Tier tier() const { return tier_.load(std::memory_order_relaxed); }
+  /// Waits for the background compiles queued so far.
+  void wait_for_compiles() { background_.wait_idle(); }
 
   /// Materialises the pending tensors among `tensors` in one graph, with no donation (a
   /// value read twice must not change). Throws Error when the graph cannot be compiled.
@@ -58,6 +75,7 @@ class GraphExecutor {
   void set_cache_capacity(size_t entries) {
     cache_.set_capacity(entries);
     plans_.set_capacity(entries);
+    tier0_graphs_.set_capacity(entries);
   }
   /// The text of the graph over `tensors` (pending IR or data leaves) in `format`.
   std::string dump(const std::vector<std::shared_ptr<detail::TensorImpl>>& tensors, DumpFormat format);
@@ -66,12 +84,25 @@ class GraphExecutor {
   void materialize(std::vector<std::shared_ptr<detail::TensorImpl>> tensors, bool barrier);
   /// The plan of `graph` (lowering/plan.h): made once per graph key while cached.
   std::shared_ptr<const lowering::KernelPlan> plan_of(const ir::Graph& graph);
-  /// The compiled form of `graph` with `aliases`, compiled on a miss (from `plan`, or the
-  /// graph's plan when none is given).
+  /// The compiled form of `graph` with `aliases` (cache key `key`), compiled on a miss (from
+  /// `plan`, or the graph's plan when none is given).
   std::shared_ptr<const codegen::CompiledGraph> compiled(const ir::Graph& graph,
                                                          std::shared_ptr<const lowering::KernelPlan> plan,
-                                                         std::span<const lowering::Alias> aliases);
-  void execute(const ir::Graph& graph, const codegen::CompiledGraph& compiled, std::span<const lowering::Alias> aliases,
+                                                         std::span<const lowering::Alias> aliases,
+                                                         const ir::Hash128& key);
+  /// The tier-0 form of the same, lowered on a miss; `compile_in_background`: a miss also
+  /// queues the graph's compile, which puts its compiled form in the compile cache.
+  std::shared_ptr<const Tier0Graph> interpreted(const ir::Graph& graph, std::shared_ptr<const lowering::KernelPlan> plan,
+                                                std::span<const lowering::Alias> aliases, const ir::Hash128& key,
+                                                bool compile_in_background);
+  /// What runs a graph's kernels: its compiled code, or tier 0 (with the kernels compiled
+  /// for other graphs).
+  struct Code {
+    const lowering::KernelPlan& plan;
+    const codegen::CompiledGraph* compiled = nullptr;
+    const Tier0Graph* tier0 = nullptr;
+  };
+  void execute(const ir::Graph& graph, const Code& code, std::span<const lowering::Alias> aliases,
                const std::vector<std::shared_ptr<detail::TensorImpl>>& targets, bool keep_history);
   /// Drops the graphs that this thread's syncs kept (keep_history_on_sync): its step
   /// barrier ends them.
@@ -89,6 +120,8 @@ class GraphExecutor {
   RuntimeCounters& counters_;
   GraphCompiler graph_compiler_;
   codegen::KeyedCache<lowering::KernelPlan> plans_;  // by graph key
+  codegen::KeyedCache<Tier0Graph> tier0_graphs_;     // by cache key
+  std::atomic<Tier> tier_ = Tier::Auto;
   BarrierLock barrier_mutex_;  // shared: syncs; exclusive: a step barrier
   std::atomic<bool> keep_history_ = false;
   std::mutex kept_mutex_;
@@ -104,6 +137,7 @@ class GraphExecutor {
   std::mutex growth_mutex_;
   absl::flat_hash_map<std::thread::id, Growth> growth_;  // per thread
   bool reported_growth_ = false;
+  BackgroundCompiler background_;  // last: stopped first, while what its jobs use lives
 };
 
 }  // namespace lazyjit::runtime

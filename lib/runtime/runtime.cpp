@@ -54,6 +54,15 @@ std::unique_ptr<codegen::JitCompiler> create_compiler(int threads) {
   return *std::move(compiler);
 }
 
+/// LAZYJIT_TIER: auto (the default), 0 or 1.
+Tier env_tier() {
+  const std::string text = env_string("LAZYJIT_TIER");
+  if (text.empty() || text == "auto") return Tier::Auto;
+  if (text == "0") return Tier::Interpret;
+  if (text == "1") return Tier::Compile;
+  throw Error(fmt::format("LAZYJIT_TIER={} is not auto, 0 (tier 0 only) or 1 (compiled code only)", text));
+}
+
 int runtime_threads() {
   return static_cast<int>(env_int("LAZYJIT_NUM_THREADS", tbb::info::default_concurrency(), 4096));
 }
@@ -64,7 +73,9 @@ Runtime::Runtime()
     : compiler_(create_compiler(runtime_threads())),
       cache_(static_cast<size_t>(env_int("LAZYJIT_CACHE_SIZE", 1024, int64_t{1} << 30))),
       executor_(runtime_threads()),
-      graph_executor_(*compiler_, cache_, executor_, allocator_, live_, counters_, compile_options()) {}
+      graph_executor_(*compiler_, cache_, executor_, allocator_, live_, counters_, compile_options()) {
+  graph_executor_.set_tier(env_tier());
+}
 
 Runtime& Runtime::get() {
   static Runtime* instance = new Runtime;  // leaked on purpose: see the class comment
@@ -92,6 +103,9 @@ Metrics Runtime::metrics() const {
   m.bytes_in = counters_.bytes_in.load();
   m.bytes_out = counters_.bytes_out.load();
   m.kernels_launched = counters_.kernels_launched.load();
+  m.tier0_kernel_runs = counters_.tier0_kernel_runs.load();
+  m.kernels_compiled_background = counters_.kernels_compiled_background.load();
+  m.tier_switches = counters_.tier_switches.load();
   m.compile_seconds = counters_.compile_ns.load() / 1e9;
   m.execute_seconds = counters_.execute_ns.load() / 1e9;
   return m;
@@ -127,6 +141,12 @@ void sync(const std::vector<Tensor>& tensors) { Runtime::get().graph_executor().
 
 void mark_step() { Runtime::get().graph_executor().mark_step(); }
 
+void set_tier(Tier tier) { Runtime::get().graph_executor().set_tier(tier); }
+
+Tier tier() { return Runtime::get().graph_executor().tier(); }
+
+void wait_for_compiles() { Runtime::get().graph_executor().wait_for_compiles(); }
+
 void set_compile_cache_capacity(int64_t entries) {
   if (entries < 0) throw Error(fmt::format("set_compile_cache_capacity: {} entries is negative", entries));
   Runtime::get().graph_executor().set_cache_capacity(static_cast<size_t>(entries));
@@ -153,6 +173,9 @@ std::string metrics_report() {
   line("evictions", m.evictions);
   line("donations", m.donations);
   line("kernels_launched", m.kernels_launched);
+  line("tier0_kernel_runs", m.tier0_kernel_runs);
+  line("kernels_compiled_bg", m.kernels_compiled_background);
+  line("tier_switches", m.tier_switches);
   line("bytes_allocated", m.bytes_allocated);
   line("bytes_reused", m.bytes_reused);
   line("bytes_in", m.bytes_in);

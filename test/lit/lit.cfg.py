@@ -17,6 +17,9 @@ path = os.pathsep.join([config.lazyjit_tools_dir, config.lazyjit_programs_dir, c
 config.environment["PATH"] = path
 for name in ("LAZYJIT_LOG_LEVEL", "LAZYJIT_DUMP_DIR", "LAZYJIT_CACHE_SIZE", "LAZYJIT_CACHE_DIR", "LAZYJIT_MAX_GRAPHS"):
     os.environ.pop(name, None)
+# The golden tests check compiled code, its dumps and its logs: no tier 0 unless a RUN line
+# asks for it (LAZYJIT_TIER=0).
+config.environment["LAZYJIT_TIER"] = "1"
 
 if os.path.exists(os.path.join(config.lazyjit_examples_dir, "batchnorm_gelu")):
     config.available_features.add("examples")

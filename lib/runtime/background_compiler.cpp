@@ -1,0 +1,101 @@
+// The background compile thread.
+#include "runtime/background_compiler.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <vector>
+
+namespace lazyjit::runtime {
+namespace {
+
+// The live compilers, for the exit guards; never destroyed (they run during exit).
+std::mutex& registry_mutex() {
+  static auto* m = new std::mutex;
+  return *m;
+}
+std::vector<BackgroundCompiler*>& registry() {
+  static auto* r = new std::vector<BackgroundCompiler*>;
+  return *r;
+}
+
+void stop_all() {
+  std::lock_guard lock(registry_mutex());
+  for (BackgroundCompiler* compiler : registry()) compiler->stop();
+}
+
+struct MainThreadGuard {
+  ~MainThreadGuard() { stop_all(); }
+};
+
+/// Arms the exit guards: the main thread's thread_local one (when called on it) and, once,
+/// the atexit handler.
+void guard_exit() {
+  static const bool registered = (std::atexit(stop_all), true);
+  (void)registered;
+  if (gettid() == getpid()) {
+    thread_local MainThreadGuard guard;
+    (void)&guard;
+  }
+}
+
+}  // namespace
+
+BackgroundCompiler::BackgroundCompiler() {
+  std::lock_guard lock(registry_mutex());
+  registry().push_back(this);
+}
+
+BackgroundCompiler::~BackgroundCompiler() {
+  {
+    std::lock_guard lock(registry_mutex());
+    std::erase(registry(), this);
+  }
+  stop();
+}
+
+void BackgroundCompiler::enqueue(std::function<void()> job) {
+  guard_exit();
+  std::lock_guard lock(mutex_);
+  if (stopping_) return;
+  jobs_.push_back(std::move(job));
+  if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+  changed_.notify_all();
+}
+
+void BackgroundCompiler::wait_idle() {
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [&] { return (jobs_.empty() && !running_job_) || stopping_; });
+}
+
+void BackgroundCompiler::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    jobs_.clear();
+    changed_.notify_all();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void BackgroundCompiler::loop() {
+  // Linux keeps a nice value per thread; threads this one starts inherit it.
+  setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 19);
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    changed_.wait(lock, [&] { return !jobs_.empty() || stopping_; });
+    if (stopping_) return;
+    std::function<void()> job = std::move(jobs_.front());
+    jobs_.pop_front();
+    running_job_ = true;
+    lock.unlock();
+    job();
+    lock.lock();
+    running_job_ = false;
+    changed_.notify_all();
+  }
+}
+
+}  // namespace lazyjit::runtime

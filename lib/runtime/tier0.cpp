@@ -1,0 +1,841 @@
+// Tier 0: the kernel IR interpreted a block of iterations at a time.
+#include "runtime/tier0.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <optional>
+
+#include "ir/scalar_semantics.h"
+#include "lowering/internal_error.h"
+#include "runtime/tier0_blocks.h"
+
+namespace lazyjit::runtime {
+
+using kir::Expr;
+using kir::ExprKind;
+using kir::Id;
+using kir::Stmt;
+using lowering::internal_error;
+using tier0::BlockFn;
+using tier0::BlockTable;
+
+namespace {
+
+uint64_t bit(int slot) { return uint64_t{1} << std::min(slot, 63); }
+
+/// What a statement (or a loop's whole body) writes, as the emitter's slot masks.
+struct Writes {
+  uint64_t buffers = 0, locals = 0;
+  Writes& operator|=(const Writes& w) {
+    buffers |= w.buffers;
+    locals |= w.locals;
+    return *this;
+  }
+};
+
+/// The expressions a statement uses itself (not its body's).
+std::vector<Id> direct_uses(const Stmt& s) {
+  std::vector<Id> uses;
+  switch (s.kind) {
+    case Stmt::Kind::For: uses = {s.lo, s.hi}; break;
+    case Stmt::Kind::Store:
+    case Stmt::Kind::Assign:
+    case Stmt::Kind::Fold:
+    case Stmt::Kind::Check:
+      uses = s.offsets;
+      uses.insert(uses.end(), s.values.begin(), s.values.end());
+      break;
+    case Stmt::Kind::Matmul:
+      uses = s.micro.a_rows;
+      uses.push_back(s.micro.k);
+      uses.push_back(s.micro.b_base);
+      break;
+  }
+  return uses;
+}
+
+Writes direct_writes(const Stmt& s) {
+  Writes w;
+  switch (s.kind) {
+    case Stmt::Kind::Store:
+      for (int b : s.buffers) w.buffers |= bit(b);
+      break;
+    case Stmt::Kind::Assign:
+    case Stmt::Kind::Fold: w.locals |= bit(s.slot); break;
+    case Stmt::Kind::Matmul: w.locals |= bit(s.micro.tile); break;
+    default: break;
+  }
+  return w;
+}
+
+Writes subtree_writes(const std::vector<Stmt>& stmts) {
+  Writes w;
+  for (const Stmt& s : stmts) {
+    w |= direct_writes(s);
+    if (s.kind == Stmt::Kind::For) w |= subtree_writes(s.body);
+  }
+  return w;
+}
+
+void subtree_uses(const std::vector<Stmt>& stmts, std::vector<Id>& uses) {
+  for (const Stmt& s : stmts) {
+    for (Id e : direct_uses(s)) uses.push_back(e);
+    if (s.kind == Stmt::Kind::For) subtree_uses(s.body, uses);
+  }
+}
+
+bool innermost(const Stmt& loop) {
+  return std::none_of(loop.body.begin(), loop.body.end(),
+                      [](const Stmt& s) { return s.kind == Stmt::Kind::For || s.kind == Stmt::Kind::Matmul; });
+}
+
+}  // namespace
+
+/// How a value of an innermost loop is held while a block runs.
+enum class Form : uint8_t {
+  Uniform,  ///< the same for the whole loop entry: in regs (and a broadcast block if a block reads it)
+  Affine,   ///< base + stride * lane, base in regs (and materialised in a block if one reads it)
+  Block,    ///< one value per lane, in a block
+};
+
+/// One innermost loop run a block at a time.
+struct BlockLoop {
+  Id var = kir::kNone;      ///< the loop variable's expression, if used
+  int64_t block = 0;        ///< iterations per block
+  std::vector<Form> form;   ///< per expression the loop uses
+  std::vector<int64_t> stride;  ///< per Affine expression
+  std::vector<int> slot;    ///< per expression: its block in the scratch, or -1
+  int slots = 0;
+  std::vector<Id> entry;    ///< loop invariants the loop uses, evaluated at its entry
+  std::vector<Id> bcast;    ///< of those, the ones a block reads: broadcast at entry
+  struct Statement {
+    const Stmt* stmt;
+    std::vector<Id> compute;  ///< values of the block first needed here, in order
+  };
+  std::vector<Statement> body;
+};
+
+/// A statement prepared for the outer (one-iteration-at-a-time) levels.
+struct Step {
+  const Stmt* stmt = nullptr;
+  std::vector<Id> pre;      ///< expressions evaluated just before it
+  Id var = kir::kNone;      ///< For: its variable's expression, if used
+  std::vector<Id> hoisted;  ///< For: evaluated at the start of each iteration
+  std::vector<Step> body;   ///< For, run an iteration at a time
+  int block_loop = -1;      ///< For, run a block at a time: its BlockLoop
+};
+
+struct Tier0Kernel::Program {
+  kir::Kernel k;
+  const BlockTable* table = nullptr;
+  std::vector<int> level;  // per expr: depth of the innermost loop whose variable it uses
+  std::vector<uint64_t> buffers_read, locals_read;
+  std::vector<bool> is_static;     // constants, dims, scalars, begin, end: set once per call
+  std::vector<Id> statics;
+  std::vector<int64_t> local_offset;  // per local: byte offset in the locals area
+  int64_t locals_bytes = 0;
+  int max_blocks = 0;              // block slots of the largest block loop
+  std::vector<BlockLoop> loops;
+  std::vector<Id> root_hoisted;
+  std::vector<Step> root;
+  std::vector<BlockFn> fn;         // per Op or Random expr: its block function (Random: cast)
+  // preparation
+  void analyse();
+  std::vector<Id> closure(const std::vector<Id>& uses, const std::vector<bool>& have) const;
+  std::vector<Step> schedule(const std::vector<Stmt>& stmts, int depth, std::vector<bool>& computed);
+  int build_block_loop(const Stmt& loop, int depth, const std::vector<bool>& computed);
+  void forget(std::vector<bool>& computed, const Writes& w) const {
+    for (size_t e = 0; e < computed.size(); ++e) {
+      if (computed[e] && ((buffers_read[e] & w.buffers) != 0 || (locals_read[e] & w.locals) != 0)) computed[e] = false;
+    }
+  }
+  bool memory(Id e) const { return buffers_read[e] != 0 || locals_read[e] != 0; }
+};
+
+namespace {
+using Program = Tier0Kernel::Program;
+}  // namespace
+
+void Program::analyse() {
+  const size_t n = k.exprs.size();
+  level.assign(n, 0);
+  buffers_read.assign(n, 0);
+  locals_read.assign(n, 0);
+  is_static.assign(n, false);
+  fn.assign(n, nullptr);
+  std::vector<int> var_depth(k.num_vars, 0);
+  auto depths = [&](auto&& self, const std::vector<Stmt>& stmts, int depth) -> void {
+    for (const Stmt& s : stmts) {
+      if (s.kind != Stmt::Kind::For) continue;
+      var_depth[s.slot] = depth + 1;
+      self(self, s.body, depth + 1);
+    }
+  };
+  depths(depths, k.body, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const Expr& e = k.exprs[i];
+    for (Id o : e.operands) {
+      level[i] = std::max(level[i], level[o]);
+      buffers_read[i] |= buffers_read[o];
+      locals_read[i] |= locals_read[o];
+    }
+    switch (e.kind) {
+      case ExprKind::Const:
+      case ExprKind::Begin:
+      case ExprKind::End:
+      case ExprKind::Dim:
+      case ExprKind::Scalar:
+        is_static[i] = true;
+        statics.push_back(static_cast<Id>(i));
+        break;
+      case ExprKind::Var: level[i] = var_depth[e.slot]; break;
+      case ExprKind::Load: buffers_read[i] |= bit(e.slot); break;
+      case ExprKind::Local: locals_read[i] |= bit(e.slot); break;
+      case ExprKind::Op: {
+        const auto op = static_cast<ir::OpKind>(e.op);
+        const int d = static_cast<int>(e.dtype);
+        const int operand = static_cast<int>(k.exprs[e.operands[0]].dtype);
+        switch (ir::op_info(op).dtype_rule) {
+          case ir::DTypeRule::Cast: fn[i] = table->cast[operand][d]; break;
+          case ir::DTypeRule::Compare: fn[i] = table->compare[e.op][operand]; break;
+          case ir::DTypeRule::Select: fn[i] = table->select[d]; break;
+          default: fn[i] = table->same[e.op][d]; break;
+        }
+        if (fn[i] == nullptr) internal_error("tier 0 has no block function for an operation of this kernel");
+        break;
+      }
+      default: break;
+    }
+  }
+  for (const kir::Local& local : k.locals) {
+    local_offset.push_back(locals_bytes);
+    locals_bytes += (local.size * 8 + 63) / 64 * 64;
+  }
+}
+
+std::vector<Id> Program::closure(const std::vector<Id>& uses, const std::vector<bool>& have) const {
+  std::vector<bool> in(k.exprs.size(), false);
+  std::vector<Id> stack;
+  for (Id e : uses) {
+    if (e != kir::kNone && !in[e]) {
+      in[e] = true;
+      stack.push_back(e);
+    }
+  }
+  while (!stack.empty()) {
+    const Id e = stack.back();
+    stack.pop_back();
+    if (have[e]) continue;  // available: its operands need not be computed for it
+    for (Id o : k.exprs[e].operands) {
+      if (!in[o]) {
+        in[o] = true;
+        stack.push_back(o);
+      }
+    }
+  }
+  std::vector<Id> out;
+  for (size_t e = 0; e < in.size(); ++e) {
+    if (in[e] && !have[e] && !is_static[e] && k.exprs[e].kind != ExprKind::Var) out.push_back(static_cast<Id>(e));
+  }
+  return out;  // operands come before their users
+}
+
+std::vector<Step> Program::schedule(const std::vector<Stmt>& stmts, int depth, std::vector<bool>& computed) {
+  std::vector<Step> steps;
+  for (const Stmt& s : stmts) {
+    Step step;
+    step.stmt = &s;
+    step.pre = closure(direct_uses(s), computed);
+    for (Id e : step.pre) computed[e] = true;
+    if (s.kind == Stmt::Kind::For) {
+      const Writes written = subtree_writes(s.body);
+      std::vector<bool> inner = computed;
+      forget(inner, written);  // stale after the first iteration's writes
+      for (size_t e = 0; e < k.exprs.size(); ++e) {
+        if (k.exprs[e].kind == ExprKind::Var && k.exprs[e].slot == s.slot) step.var = static_cast<Id>(e);
+      }
+      if (innermost(s)) {
+        step.block_loop = build_block_loop(s, depth + 1, inner);
+      } else {
+        std::vector<Id> uses;
+        subtree_uses(s.body, uses);
+        for (Id e : closure(uses, inner)) {
+          if (!memory(e) && level[e] <= depth + 1) step.hoisted.push_back(e);
+        }
+        for (Id e : step.hoisted) inner[e] = true;
+        step.body = schedule(s.body, depth + 1, inner);
+      }
+      forget(computed, written);
+    } else {
+      forget(computed, direct_writes(s));
+    }
+    steps.push_back(std::move(step));
+  }
+  return steps;
+}
+
+int Program::build_block_loop(const Stmt& s, int depth, const std::vector<bool>& computed) {
+  BlockLoop loop;
+  for (size_t e = 0; e < k.exprs.size(); ++e) {
+    if (k.exprs[e].kind == ExprKind::Var && k.exprs[e].slot == s.slot) loop.var = static_cast<Id>(e);
+  }
+  const Writes written = subtree_writes(s.body);
+  std::vector<Id> uses;
+  subtree_uses(s.body, uses);
+  const std::vector<Id> needed = closure(uses, computed);
+  std::vector<bool> varying(k.exprs.size(), false);
+  auto reads_written = [&](Id e) {
+    return (buffers_read[e] & written.buffers) != 0 || (locals_read[e] & written.locals) != 0;
+  };
+  if (loop.var != kir::kNone) varying[loop.var] = true;
+  for (Id e : needed) varying[e] = level[e] >= depth || reads_written(e);
+  const size_t n = k.exprs.size();
+  loop.form.assign(n, Form::Uniform);
+  loop.stride.assign(n, 0);
+  loop.slot.assign(n, -1);
+
+  // Forms: invariants, index expressions linear in the variable (with a constant stride),
+  // blocks. Operands come first, so theirs are known.
+  auto stride_of = [&](Id o) -> std::optional<int64_t> {
+    if (!varying[o]) return 0;
+    if (loop.form[o] == Form::Affine) return loop.stride[o];
+    return std::nullopt;
+  };
+  auto constant = [&](Id o) -> std::optional<int64_t> {
+    if (k.exprs[o].kind == ExprKind::Const) return k.exprs[o].bits;
+    return std::nullopt;
+  };
+  if (loop.var != kir::kNone) {
+    loop.form[loop.var] = Form::Affine;
+    loop.stride[loop.var] = 1;
+  }
+  for (Id e : needed) {
+    if (!varying[e]) {
+      loop.entry.push_back(e);
+      continue;
+    }
+    loop.form[e] = Form::Block;
+    const Expr& x = k.exprs[e];
+    if (x.kind != ExprKind::Index || reads_written(e)) continue;
+    const auto op = static_cast<kir::IndexOp>(x.op);
+    const std::optional<int64_t> s0 = stride_of(x.operands[0]), s1 = stride_of(x.operands[1]);
+    std::optional<int64_t> st;
+    if (s0 && s1 && op == kir::IndexOp::Add) st = *s0 + *s1;
+    if (s0 && s1 && op == kir::IndexOp::Sub) st = *s0 - *s1;
+    if (op == kir::IndexOp::Mul && s0 && s1) {
+      if (*s1 == 0 && constant(x.operands[1])) st = *s0 * *constant(x.operands[1]);
+      else if (*s0 == 0 && constant(x.operands[0])) st = *s1 * *constant(x.operands[0]);
+    }
+    if (st) {
+      loop.form[e] = Form::Affine;
+      loop.stride[e] = *st;
+    }
+  }
+
+  // A loop that reads what it writes runs in order, one iteration per block, unless each such
+  // read is a load at the very element the loop stores there, one element per iteration (a
+  // column fold's accumulator).
+  bool in_order = false;
+  for (Id e : needed) {
+    const Expr& x = k.exprs[e];
+    if (x.kind == ExprKind::Local && (written.locals & bit(x.slot)) != 0) in_order = true;
+    if (x.kind != ExprKind::Load || (written.buffers & bit(x.slot)) == 0) continue;
+    const Id offset = x.operands[0];
+    bool same_element = stride_of(offset) == std::optional<int64_t>(1);
+    for (const Stmt& t : s.body) {
+      if (t.kind != Stmt::Kind::Store) continue;
+      for (size_t i = 0; i < t.buffers.size(); ++i) {
+        if (t.buffers[i] == x.slot && t.offsets[i] != offset) same_element = false;
+      }
+    }
+    if (!same_element) in_order = true;
+  }
+  loop.block = in_order ? 1 : Tier0Kernel::kBlock;
+
+  // Blocks: every Block expression, and the Affine or Uniform ones that a block operation, a
+  // statement's value or a gather reads. Uniform ones are broadcast at the loop's entry.
+  auto give_block = [&](Id e) {
+    if (loop.slot[e] >= 0) return;
+    loop.slot[e] = loop.slots++;
+    if (loop.form[e] == Form::Uniform) loop.bcast.push_back(e);
+  };
+  std::vector<Id> all = needed;
+  if (loop.var != kir::kNone && std::find(all.begin(), all.end(), loop.var) == all.end()) all.push_back(loop.var);
+  std::sort(all.begin(), all.end());
+  for (Id e : all) {
+    if (loop.form[e] != Form::Block) continue;
+    give_block(e);
+    const Expr& x = k.exprs[e];
+    const bool addressing = x.kind == ExprKind::Load || x.kind == ExprKind::Local;
+    for (size_t i = 0; i < x.operands.size(); ++i) {
+      const Id o = x.operands[i];
+      if (addressing && loop.form[o] != Form::Block) continue;  // read as base and stride, or one element
+      if (x.kind == ExprKind::Random && i == 0) continue;       // the seed is read from its register
+      give_block(o);
+    }
+  }
+  for (const Stmt& t : s.body) {
+    for (Id v : t.values) give_block(v);
+    for (Id o : t.offsets) {
+      if (loop.form[o] == Form::Block) give_block(o);
+    }
+  }
+  max_blocks = std::max(max_blocks, loop.slots);
+
+  // Each statement computes the block values it is the first to need; in an in-order loop a
+  // write makes the values that read it stale (as the emitter forgets them).
+  std::vector<bool> have(n, true);
+  for (Id e : all) {
+    if (varying[e] && e != loop.var) have[e] = false;
+  }
+  for (const Stmt& t : s.body) {
+    BlockLoop::Statement statement{&t, {}};
+    statement.compute = closure(direct_uses(t), have);
+    for (Id e : statement.compute) have[e] = true;
+    const Writes w = direct_writes(t);
+    for (Id e : all) {
+      if (varying[e] && e != loop.var && ((buffers_read[e] & w.buffers) != 0 || (locals_read[e] & w.locals) != 0)) {
+        have[e] = false;
+      }
+    }
+    loop.body.push_back(std::move(statement));
+  }
+  loops.push_back(std::move(loop));
+  return static_cast<int>(loops.size()) - 1;
+}
+
+// ---- running ---------------------------------------------------------------------------
+
+namespace {
+
+/// One call's state: scalar registers, locals, blocks.
+struct Frame {
+  const Program& p;
+  void* const* args;
+  const int64_t* dims;
+  uint64_t* regs;
+  std::byte* locals;
+  std::byte* blocks;  // max_blocks blocks of kBlock 8-byte lanes
+
+  void* reg(Id e) const { return &regs[e]; }
+  int64_t index(Id e) const { return static_cast<int64_t>(regs[e]); }
+  std::byte* buffer(int slot) const { return static_cast<std::byte*>(args[slot]); }
+  std::byte* local(int slot) const { return locals + p.local_offset[slot]; }
+};
+
+int64_t index_op(kir::IndexOp op, int64_t a, int64_t b) {
+  const auto ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
+  switch (op) {
+    case kir::IndexOp::Add: return static_cast<int64_t>(ua + ub);
+    case kir::IndexOp::Sub: return static_cast<int64_t>(ua - ub);
+    case kir::IndexOp::Mul: return static_cast<int64_t>(ua * ub);
+    case kir::IndexOp::Div: return ub == 0 ? 0 : static_cast<int64_t>(ua / ub);
+    case kir::IndexOp::Rem: return ub == 0 ? 0 : static_cast<int64_t>(ua % ub);
+    case kir::IndexOp::Min: return std::min(a, b);
+    case kir::IndexOp::Max: return std::max(a, b);
+  }
+  return 0;
+}
+
+/// Copies `n` elements of `size` bytes; bool values are read as 0 or 1.
+void copy_elements(std::byte* out, const std::byte* in, int64_t n, int64_t size, bool boolean) {
+  std::memcpy(out, in, static_cast<size_t>(n * size));
+  if (boolean) {
+    for (int64_t i = 0; i < n; ++i) out[i] = std::byte{out[i] != std::byte{0}};
+  }
+}
+
+template <class T>
+void gather(T* out, const T* in, const int64_t* offsets, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = in[offsets[i]];
+}
+template <class T>
+void strided(T* out, const T* in, int64_t base, int64_t stride, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = in[base + stride * i];
+}
+template <class T>
+void scatter(T* out, const T* in, const int64_t* offsets, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[offsets[i]] = in[i];
+}
+template <class T>
+void scatter_strided(T* out, const T* in, int64_t base, int64_t stride, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[base + stride * i] = in[i];
+}
+
+/// Dispatches on an element size of 1, 4 or 8 bytes.
+template <template <class> class F, class... A>
+void by_size(int64_t size, A... a) {
+  if (size == 1) F<uint8_t>{}(a...);
+  else if (size == 4) F<uint32_t>{}(a...);
+  else F<uint64_t>{}(a...);
+}
+template <class T> struct Gather {
+  void operator()(std::byte* out, const std::byte* in, const int64_t* offsets, int64_t n) const {
+    gather(reinterpret_cast<T*>(out), reinterpret_cast<const T*>(in), offsets, n);
+  }
+};
+template <class T> struct Strided {
+  void operator()(std::byte* out, const std::byte* in, int64_t base, int64_t stride, int64_t n) const {
+    strided(reinterpret_cast<T*>(out), reinterpret_cast<const T*>(in), base, stride, n);
+  }
+};
+template <class T> struct Scatter {
+  void operator()(std::byte* out, const std::byte* in, const int64_t* offsets, int64_t n) const {
+    scatter(reinterpret_cast<T*>(out), reinterpret_cast<const T*>(in), offsets, n);
+  }
+};
+template <class T> struct ScatterStrided {
+  void operator()(std::byte* out, const std::byte* in, int64_t base, int64_t stride, int64_t n) const {
+    scatter_strided(reinterpret_cast<T*>(out), reinterpret_cast<const T*>(in), base, stride, n);
+  }
+};
+template <class T> struct Broadcast {
+  void operator()(std::byte* out, const void* value, int64_t n) const {
+    T v;
+    std::memcpy(&v, value, sizeof v);
+    T* o = reinterpret_cast<T*>(out);
+    for (int64_t i = 0; i < n; ++i) o[i] = v;
+  }
+};
+
+class Runner {
+ public:
+  explicit Runner(Frame& f) : f_(f), p_(f.p), k_(f.p.k) {}
+
+  /// One expression's scalar value into its register.
+  void eval(Id id) {
+    const Expr& e = k_.exprs[id];
+    switch (e.kind) {
+      case ExprKind::Load: {
+        const int64_t size = dtype_size(e.dtype);
+        copy_elements(reinterpret_cast<std::byte*>(f_.reg(id)), f_.buffer(e.slot) + f_.index(e.operands[0]) * size, 1,
+                      size, e.dtype == DType::Bool);
+        return;
+      }
+      case ExprKind::Local: {
+        const int64_t size = dtype_size(e.dtype);
+        const int64_t at = e.operands.empty() ? 0 : f_.index(e.operands[0]);
+        std::memcpy(f_.reg(id), f_.local(e.slot) + at * size, static_cast<size_t>(size));
+        return;
+      }
+      case ExprKind::Index:
+        f_.regs[id] = static_cast<uint64_t>(index_op(static_cast<kir::IndexOp>(e.op), f_.index(e.operands[0]),
+                                                     f_.index(e.operands[1])));
+        return;
+      case ExprKind::Op: {
+        const void* operands[3] = {};
+        for (size_t i = 0; i < e.operands.size(); ++i) operands[i] = f_.reg(e.operands[i]);
+        p_.fn[id](operands, f_.reg(id), 1);
+        return;
+      }
+      case ExprKind::Random: {
+        const int64_t counter = f_.index(e.operands[1]);
+        p_.table->random[e.op == static_cast<uint8_t>(ir::OpKind::Randn)][e.dtype == DType::Float64](
+            f_.regs[e.operands[0]], &counter, f_.reg(id), 1);
+        return;
+      }
+      default: internal_error("tier 0 met an expression it evaluates only once per call");
+    }
+  }
+
+  void eval_all(const std::vector<Id>& ids) {
+    for (Id e : ids) eval(e);
+  }
+
+  int32_t steps(const std::vector<Step>& steps) {
+    for (const Step& step : steps) {
+      eval_all(step.pre);
+      if (const int32_t status = run(step); status != 0) return status;
+    }
+    return 0;
+  }
+
+  int32_t run(const Step& step) {
+    const Stmt& s = *step.stmt;
+    switch (s.kind) {
+      case Stmt::Kind::For: {
+        const int64_t lo = f_.index(s.lo), hi = f_.index(s.hi);
+        if (step.block_loop >= 0) return block_loop(p_.loops[step.block_loop], lo, hi);
+        for (int64_t i = lo; i < hi; ++i) {
+          if (step.var != kir::kNone) f_.regs[step.var] = static_cast<uint64_t>(i);
+          eval_all(step.hoisted);
+          if (const int32_t status = steps(step.body); status != 0) return status;
+        }
+        return 0;
+      }
+      case Stmt::Kind::Store:
+        for (size_t i = 0; i < s.values.size(); ++i) {
+          const int64_t size = dtype_size(k_.buffers[s.buffers[i]].dtype);
+          std::memcpy(f_.buffer(s.buffers[i]) + f_.index(s.offsets[i]) * size, f_.reg(s.values[i]),
+                      static_cast<size_t>(size));
+        }
+        return 0;
+      case Stmt::Kind::Assign:
+      case Stmt::Kind::Fold: {
+        const DType dtype = k_.locals[s.slot].dtype;
+        const int64_t size = dtype_size(dtype);
+        std::byte* at = f_.local(s.slot) + (s.offsets.empty() ? 0 : f_.index(s.offsets[0]) * size);
+        if (s.kind == Stmt::Kind::Assign) std::memcpy(at, f_.reg(s.values[0]), static_cast<size_t>(size));
+        else fold(s.op, dtype)(f_.reg(s.values[0]), 1, at);
+        return 0;
+      }
+      case Stmt::Kind::Check:
+        if (f_.regs[s.values[0]] & 0xff) return 0;
+        fail(s, f_.index(s.values[1]));
+        return s.code;
+      case Stmt::Kind::Matmul: {
+        const kir::MicroKernel& m = s.micro;
+        int64_t rows[6] = {};
+        for (size_t r = 0; r < m.a_rows.size() && r < 6; ++r) rows[r] = f_.index(m.a_rows[r]);
+        p_.table->matmul[static_cast<int>(k_.buffers[m.b].dtype)](f_.buffer(m.a), rows, m.packed_a, f_.buffer(m.b),
+                                                                   f_.index(m.b_base), f_.index(m.k), f_.local(m.tile));
+        return 0;
+      }
+    }
+    return 0;
+  }
+
+ private:
+  tier0::FoldFn fold(ir::OpKind op, DType dtype) const {
+    const int which = op == ir::OpKind::Add ? 0 : op == ir::OpKind::Maximum ? 1 : 2;
+    return p_.table->fold[which][static_cast<int>(dtype)];
+  }
+
+  void fail(const Stmt& check, int64_t offending) {
+    __atomic_store_n(reinterpret_cast<int64_t*>(f_.buffer(check.slot)), offending, __ATOMIC_RELAXED);
+  }
+
+  /// Expression `e`'s block in the running block loop.
+  std::byte* block(Id e) const {
+    return f_.blocks + static_cast<size_t>(loop_->slot[e]) * Tier0Kernel::kBlock * 8;
+  }
+
+  void materialise_affine(Id e, int64_t n) {
+    auto* out = reinterpret_cast<int64_t*>(block(e));
+    const int64_t base = f_.index(e), stride = loop_->stride[e];
+    for (int64_t i = 0; i < n; ++i) out[i] = base + stride * i;
+  }
+
+  /// Computes block value `id` over n lanes starting at iteration `start`.
+  void compute(Id id, int64_t n) {
+    const Expr& e = k_.exprs[id];
+    const Form form = loop_->form[id];
+    if (form == Form::Affine) {
+      if (e.kind == ExprKind::Index) eval(id);  // the base: its operands' bases and invariants
+      if (loop_->slot[id] >= 0) materialise_affine(id, n);
+      return;
+    }
+    std::byte* out = block(id);
+    switch (e.kind) {
+      case ExprKind::Load:
+      case ExprKind::Local: {
+        const int64_t size = dtype_size(e.dtype);
+        const std::byte* base = e.kind == ExprKind::Load ? f_.buffer(e.slot) : f_.local(e.slot);
+        const bool boolean = e.kind == ExprKind::Load && e.dtype == DType::Bool;
+        if (e.operands.empty()) {
+          by_size<Broadcast>(size, out, static_cast<const void*>(base), n);
+          return;
+        }
+        const Id o = e.operands[0];
+        switch (loop_->form[o]) {
+          case Form::Uniform:
+            by_size<Broadcast>(size, out, static_cast<const void*>(base + f_.index(o) * size), n);
+            break;
+          case Form::Affine:
+            if (loop_->stride[o] == 1) {
+              copy_elements(out, base + f_.index(o) * size, n, size, false);
+            } else {
+              by_size<Strided>(size, out, base, f_.index(o), loop_->stride[o], n);
+            }
+            break;
+          case Form::Block:
+            by_size<Gather>(size, out, base, reinterpret_cast<const int64_t*>(block(o)), n);
+            break;
+        }
+        if (boolean) {
+          for (int64_t i = 0; i < n; ++i) out[i] = std::byte{out[i] != std::byte{0}};
+        }
+        return;
+      }
+      case ExprKind::Index: {
+        const auto* a = reinterpret_cast<const int64_t*>(block(e.operands[0]));
+        const auto* b = reinterpret_cast<const int64_t*>(block(e.operands[1]));
+        auto* o = reinterpret_cast<int64_t*>(out);
+        const auto op = static_cast<kir::IndexOp>(e.op);
+        for (int64_t i = 0; i < n; ++i) o[i] = index_op(op, a[i], b[i]);
+        return;
+      }
+      case ExprKind::Op: {
+        const void* operands[3] = {};
+        for (size_t i = 0; i < e.operands.size(); ++i) operands[i] = block(e.operands[i]);
+        p_.fn[id](operands, out, n);
+        return;
+      }
+      case ExprKind::Random:
+        p_.table->random[e.op == static_cast<uint8_t>(ir::OpKind::Randn)][e.dtype == DType::Float64](
+            f_.regs[e.operands[0]], reinterpret_cast<const int64_t*>(block(e.operands[1])), out, n);
+        return;
+      default: internal_error("tier 0 met a block expression it does not know");
+    }
+  }
+
+  /// Writes n lanes of `value` at `offset` (Uniform: the last lane's value, as in order).
+  void write(std::byte* base, DType dtype, Id offset, Id value, int64_t n) {
+    const int64_t size = dtype_size(dtype);
+    const std::byte* in = block(value);
+    switch (loop_->form[offset]) {
+      case Form::Uniform: std::memcpy(base + f_.index(offset) * size, in + (n - 1) * size, static_cast<size_t>(size)); break;
+      case Form::Affine:
+        if (loop_->stride[offset] == 1) std::memcpy(base + f_.index(offset) * size, in, static_cast<size_t>(n * size));
+        else by_size<ScatterStrided>(size, base, in, f_.index(offset), loop_->stride[offset], n);
+        break;
+      case Form::Block:
+        by_size<Scatter>(size, base, in, reinterpret_cast<const int64_t*>(block(offset)), n);
+        break;
+    }
+  }
+
+  int32_t block_loop(const BlockLoop& loop, int64_t lo, int64_t hi) {
+    if (lo >= hi) return 0;
+    loop_ = &loop;
+    eval_all(loop.entry);
+    const int64_t width = std::min(loop.block, hi - lo);
+    for (Id e : loop.bcast) {
+      by_size<Broadcast>(dtype_size(k_.exprs[e].dtype), block(e), static_cast<const void*>(f_.reg(e)), width);
+    }
+    for (int64_t start = lo; start < hi; start += loop.block) {
+      const int64_t n = std::min(loop.block, hi - start);
+      if (loop.var != kir::kNone) {
+        f_.regs[loop.var] = static_cast<uint64_t>(start);
+        if (loop_->slot[loop.var] >= 0) materialise_affine(loop.var, n);
+      }
+      for (const BlockLoop::Statement& statement : loop.body) {
+        for (Id e : statement.compute) compute(e, n);
+        if (const int32_t status = block_statement(*statement.stmt, n); status != 0) return status;
+      }
+    }
+    return 0;
+  }
+
+  int32_t block_statement(const Stmt& s, int64_t n) {
+    switch (s.kind) {
+      case Stmt::Kind::Store:
+        for (size_t i = 0; i < s.values.size(); ++i) {
+          write(f_.buffer(s.buffers[i]), k_.buffers[s.buffers[i]].dtype, s.offsets[i], s.values[i], n);
+        }
+        return 0;
+      case Stmt::Kind::Assign:
+      case Stmt::Kind::Fold: {
+        const DType dtype = k_.locals[s.slot].dtype;
+        const int64_t size = dtype_size(dtype);
+        if (s.kind == Stmt::Kind::Assign) {
+          if (s.offsets.empty()) {
+            std::memcpy(f_.local(s.slot), block(s.values[0]) + (n - 1) * size, static_cast<size_t>(size));
+          } else {
+            write(f_.local(s.slot), dtype, s.offsets[0], s.values[0], n);
+          }
+          return 0;
+        }
+        const tier0::FoldFn combine = fold(s.op, dtype);
+        if (s.offsets.empty()) {
+          combine(block(s.values[0]), n, f_.local(s.slot));
+          return 0;
+        }
+        for (int64_t i = 0; i < n; ++i) {  // into elements of an array local, lane by lane
+          const Id o = s.offsets[0];
+          const int64_t at = loop_->form[o] == Form::Block ? reinterpret_cast<const int64_t*>(block(o))[i]
+                             : loop_->form[o] == Form::Affine ? f_.index(o) + loop_->stride[o] * i
+                                                          : f_.index(o);
+          combine(block(s.values[0]) + i * size, 1, f_.local(s.slot) + at * size);
+        }
+        return 0;
+      }
+      case Stmt::Kind::Check: {
+        const std::byte* ok = block(s.values[0]);
+        for (int64_t i = 0; i < n; ++i) {
+          if (ok[i] == std::byte{0}) {
+            fail(s, reinterpret_cast<const int64_t*>(block(s.values[1]))[i]);
+            return s.code;
+          }
+        }
+        return 0;
+      }
+      default: internal_error("tier 0 met a statement a block loop cannot hold");
+    }
+  }
+
+  Frame& f_;
+  const Program& p_;
+  const kir::Kernel& k_;
+  const BlockLoop* loop_ = nullptr;  // the block loop running
+};
+
+}  // namespace
+
+Tier0Kernel::Tier0Kernel(const kir::Kernel& kernel) {
+  auto p = std::make_unique<Program>();
+  p->k = kernel;
+  p->table = &tier0::block_table();
+  p->analyse();
+  std::vector<bool> computed(p->k.exprs.size(), false);
+  for (Id e : p->statics) computed[e] = true;
+  std::vector<Id> uses;
+  subtree_uses(p->k.body, uses);
+  for (Id e : p->closure(uses, computed)) {
+    if (!p->memory(e) && p->level[e] == 0) p->root_hoisted.push_back(e);
+  }
+  for (Id e : p->root_hoisted) computed[e] = true;
+  p->root = p->schedule(p->k.body, 0, computed);
+  program_ = std::move(p);
+}
+
+Tier0Kernel::~Tier0Kernel() = default;
+Tier0Kernel::Tier0Kernel(Tier0Kernel&&) noexcept = default;
+Tier0Kernel& Tier0Kernel::operator=(Tier0Kernel&&) noexcept = default;
+
+int32_t Tier0Kernel::run(void* const* args, const int64_t* dims, int64_t begin, int64_t end) const {
+  const Program& p = *program_;
+  const kir::Kernel& k = p.k;
+  // Scratch of this thread, reused across calls: registers, locals, blocks (64-byte aligned).
+  thread_local std::vector<uint64_t> scratch;
+  const size_t regs = (k.exprs.size() + 7) / 8 * 8;
+  const size_t words = regs + static_cast<size_t>(p.locals_bytes) / 8 +
+                       static_cast<size_t>(p.max_blocks) * static_cast<size_t>(kBlock) + 8;
+  if (scratch.size() < words) scratch.resize(words);
+  auto* aligned = reinterpret_cast<uint64_t*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) / 64 * 64);
+  Frame frame{p, args, dims, aligned, reinterpret_cast<std::byte*>(aligned + regs),
+              reinterpret_cast<std::byte*>(aligned + regs) + p.locals_bytes};
+  const auto* scalars = k.num_scalars > 0 ? static_cast<const uint64_t*>(args[k.buffers.size()]) : nullptr;
+  for (Id id : p.statics) {
+    const Expr& e = k.exprs[id];
+    uint64_t raw = 0;
+    DType from = DType::Int64;
+    switch (e.kind) {
+      case ExprKind::Const:
+        raw = static_cast<uint64_t>(e.bits);
+        from = is_floating(e.dtype) ? DType::Float64 : DType::Int64;
+        break;
+      case ExprKind::Begin: raw = static_cast<uint64_t>(begin); break;
+      case ExprKind::End: raw = static_cast<uint64_t>(end); break;
+      case ExprKind::Dim: raw = static_cast<uint64_t>(dims[e.slot]); break;
+      case ExprKind::Scalar:
+        raw = scalars[e.slot];
+        from = is_floating(e.dtype) ? DType::Float64 : DType::Int64;
+        break;
+      default: break;
+    }
+    frame.regs[id] = 0;
+    if (from == e.dtype || (e.kind != ExprKind::Const && e.kind != ExprKind::Scalar)) {
+      frame.regs[id] = raw;
+      continue;
+    }
+    const void* operand = &raw;
+    p.table->cast[static_cast<int>(from)][static_cast<int>(e.dtype)](&operand, &frame.regs[id], 1);
+  }
+  Runner runner(frame);
+  runner.eval_all(p.root_hoisted);
+  return runner.steps(p.root);
+}
+
+}  // namespace lazyjit::runtime

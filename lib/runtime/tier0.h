@@ -1,0 +1,41 @@
+// Tier 0: runs a kernel's kernel IR at once, without LLVM (DESIGN.md section 7, "Tiers").
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "lowering/kir.h"
+
+namespace lazyjit::runtime {
+
+/// One kernel prepared for tier 0, a vectorised interpreter of the kernel IR. It has the
+/// compiled kernel's contract (lowering::KernelFn): the same frame, the same iterations, the
+/// same status word, so the runtime launches either the same way.
+///
+/// How it runs: every innermost loop (loads, stores, folds, checks; no loop or matmul inside)
+/// runs a block of up to kBlock iterations at a time, each expression of the loop variable
+/// computed for the whole block by one precompiled block function (tier0_blocks.h); loop
+/// invariants are computed once per entry, index expressions linear in the variable are kept
+/// as (base, stride) and their loads and stores become contiguous copies. A loop that reads
+/// what it writes (a local folded and read back, a buffer read at other elements than it
+/// stores) runs one iteration per block, exactly in order. Outer loops and matmul steps run
+/// one iteration at a time; a matmul step calls the library's micro-kernel.
+class Tier0Kernel {
+ public:
+  static constexpr int64_t kBlock = 256;
+
+  explicit Tier0Kernel(const kir::Kernel& kernel);
+  ~Tier0Kernel();
+  Tier0Kernel(Tier0Kernel&&) noexcept;
+  Tier0Kernel& operator=(Tier0Kernel&&) noexcept;
+
+  /// Runs iterations [begin, end) over the bound frame; returns the status word. Thread-safe.
+  int32_t run(void* const* args, const int64_t* dims, int64_t begin, int64_t end) const;
+
+  struct Program;
+
+ private:
+  std::unique_ptr<const Program> program_;
+};
+
+}  // namespace lazyjit::runtime

@@ -1,0 +1,361 @@
+// Tier 0's block functions for one vector ISA. CMake compiles this file once per ISA (with
+// -mavx512f..., -mavx2 -mfma, or nothing) and names its entry point by LAZYJIT_TIER0_FILL;
+// the loops are written so that GCC vectorises them for the ISA at hand. -ffp-contract=off:
+// no multiply and add fuse unless written as an fma, as in compiled code.
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+
+#include "ir/philox.h"
+#include "ir/scalar_semantics.h"
+#include "lowering/kernel_abi.h"
+#include "runtime/tier0_blocks.h"
+
+#ifndef LAZYJIT_TIER0_FILL
+#error "define LAZYJIT_TIER0_FILL (the ISA's table filler) when compiling this file"
+#endif
+
+namespace lazyjit::runtime::tier0 {
+
+void LAZYJIT_TIER0_FILL(BlockTable& table);
+
+namespace {
+
+using ir::OpKind;
+namespace sem = ir::semantics;
+
+/// The array element type of a dtype's values: bool is a byte.
+template <class T>
+using Stored = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
+
+template <DType D> struct TypeOf;
+template <> struct TypeOf<DType::Bool> { using type = bool; };
+template <> struct TypeOf<DType::Int32> { using type = int32_t; };
+template <> struct TypeOf<DType::Int64> { using type = int64_t; };
+template <> struct TypeOf<DType::Float32> { using type = float; };
+template <> struct TypeOf<DType::Float64> { using type = double; };
+
+template <class T>
+T get(const void* p, int64_t i) {
+  if constexpr (std::is_same_v<T, bool>) return static_cast<const uint8_t*>(p)[i] != 0;
+  else return static_cast<const T*>(p)[i];
+}
+
+// ---- libmvec: the vector variants compiled loops call, over whole blocks ----------------
+
+#if defined(__AVX512F__)
+using VecF = __m512;
+using VecD = __m512d;
+constexpr int kLanesF = 16, kLanesD = 8;
+#define LAZYJIT_VF(name) _ZGVeN16v_##name##f
+#define LAZYJIT_VD(name) _ZGVeN8v_##name
+#define LAZYJIT_VF2(name) _ZGVeN16vv_##name##f
+#define LAZYJIT_VD2(name) _ZGVeN8vv_##name
+#elif defined(__AVX2__)
+using VecF = __m256;
+using VecD = __m256d;
+constexpr int kLanesF = 8, kLanesD = 4;
+#define LAZYJIT_VF(name) _ZGVdN8v_##name##f
+#define LAZYJIT_VD(name) _ZGVdN4v_##name
+#define LAZYJIT_VF2(name) _ZGVdN8vv_##name##f
+#define LAZYJIT_VD2(name) _ZGVdN4vv_##name
+#else
+using VecF = __m128;
+using VecD = __m128d;
+constexpr int kLanesF = 4, kLanesD = 2;
+#define LAZYJIT_VF(name) _ZGVbN4v_##name##f
+#define LAZYJIT_VD(name) _ZGVbN2v_##name
+#define LAZYJIT_VF2(name) _ZGVbN4vv_##name##f
+#define LAZYJIT_VD2(name) _ZGVbN2vv_##name
+#endif
+
+extern "C" {
+#define LAZYJIT_DECLARE(name)                 \
+  VecF LAZYJIT_VF(name)(VecF) noexcept;       \
+  VecD LAZYJIT_VD(name)(VecD) noexcept;
+LAZYJIT_DECLARE(exp)
+LAZYJIT_DECLARE(log)
+LAZYJIT_DECLARE(sin)
+LAZYJIT_DECLARE(cos)
+LAZYJIT_DECLARE(tanh)
+LAZYJIT_DECLARE(erf)
+#undef LAZYJIT_DECLARE
+VecF LAZYJIT_VF2(pow)(VecF, VecF) noexcept;
+VecD LAZYJIT_VD2(pow)(VecD, VecD) noexcept;
+}
+
+template <class T> struct Mvec;
+template <> struct Mvec<float> {
+  using V = VecF;
+  static constexpr int kLanes = kLanesF;
+};
+template <> struct Mvec<double> {
+  using V = VecD;
+  static constexpr int kLanes = kLanesD;
+};
+
+/// out[i] = f(x[i]) (and y[i] for a binary f) by whole vectors; the last, partial vector is
+/// padded with ones (finite for every function here) and only its first lanes kept.
+template <class T, class F>
+void map_vector(const T* x, const T* y, T* out, int64_t n, F f) {
+  using V = typename Mvec<T>::V;
+  constexpr int L = Mvec<T>::kLanes;
+  int64_t i = 0;
+  for (; i + L <= n; i += L) {
+    V a, b{};
+    std::memcpy(&a, x + i, sizeof a);
+    if (y) std::memcpy(&b, y + i, sizeof b);
+    const V r = f(a, b);
+    std::memcpy(out + i, &r, sizeof r);
+  }
+  if (i == n) return;
+  T pa[L], pb[L], pr[L];
+  for (int j = 0; j < L; ++j) {
+    pa[j] = i + j < n ? x[i + j] : T(1);
+    pb[j] = y && i + j < n ? y[i + j] : T(1);
+  }
+  V a, b;
+  std::memcpy(&a, pa, sizeof a);
+  std::memcpy(&b, pb, sizeof b);
+  const V r = f(a, b);
+  std::memcpy(pr, &r, sizeof r);
+  for (int64_t j = 0; i + j < n; ++j) out[i + j] = pr[j];
+}
+
+#define LAZYJIT_UNARY(name)                                                                       \
+  template <class T>                                                                              \
+  void vec_##name(const T* x, T* out, int64_t n) {                                                \
+    if constexpr (std::is_same_v<T, float>) {                                                     \
+      map_vector<float>(x, nullptr, out, n, [](VecF a, VecF) { return LAZYJIT_VF(name)(a); });    \
+    } else {                                                                                      \
+      map_vector<double>(x, nullptr, out, n, [](VecD a, VecD) { return LAZYJIT_VD(name)(a); });   \
+    }                                                                                             \
+  }
+LAZYJIT_UNARY(exp)
+LAZYJIT_UNARY(log)
+LAZYJIT_UNARY(sin)
+LAZYJIT_UNARY(cos)
+LAZYJIT_UNARY(tanh)
+LAZYJIT_UNARY(erf)
+#undef LAZYJIT_UNARY
+
+template <class T>
+void vec_pow(const T* x, const T* y, T* out, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    map_vector<float>(x, y, out, n, [](VecF a, VecF b) { return LAZYJIT_VF2(pow)(a, b); });
+  } else {
+    map_vector<double>(x, y, out, n, [](VecD a, VecD b) { return LAZYJIT_VD2(pow)(a, b); });
+  }
+}
+
+// ---- elementwise ops -------------------------------------------------------------------
+
+/// Float ops with a math function, composed as the LLVM emitter composes them
+/// (codegen/elementwise.cpp).
+template <OpKind op, class T>
+void float_math(const void* const* operands, void* out_raw, int64_t n) {
+  const T* x = static_cast<const T*>(operands[0]);
+  T* out = static_cast<T*>(out_raw);
+  if constexpr (op == OpKind::Exp) vec_exp(x, out, n);
+  else if constexpr (op == OpKind::Log) vec_log(x, out, n);
+  else if constexpr (op == OpKind::Sin) vec_sin(x, out, n);
+  else if constexpr (op == OpKind::Cos) vec_cos(x, out, n);
+  else if constexpr (op == OpKind::Tanh) vec_tanh(x, out, n);
+  else if constexpr (op == OpKind::Erf) vec_erf(x, out, n);
+  else if constexpr (op == OpKind::Pow) vec_pow(x, static_cast<const T*>(operands[1]), out, n);
+  else if constexpr (op == OpKind::Sigmoid) {  // 1 / (1 + exp(-x))
+    for (int64_t i = 0; i < n; ++i) out[i] = -x[i];
+    vec_exp(out, out, n);
+    for (int64_t i = 0; i < n; ++i) out[i] = T(1) / (T(1) + out[i]);
+  } else if constexpr (op == OpKind::Gelu) {  // (x * 0.5) * (1 + erf(x * sqrt(1/2)))
+    for (int64_t i = 0; i < n; ++i) out[i] = x[i] * T(M_SQRT1_2);
+    vec_erf(out, out, n);
+    for (int64_t i = 0; i < n; ++i) out[i] = (x[i] * T(0.5)) * (T(1) + out[i]);
+  }
+}
+
+constexpr bool uses_math(OpKind op) {
+  switch (op) {
+    case OpKind::Exp: case OpKind::Log: case OpKind::Sin: case OpKind::Cos: case OpKind::Tanh:
+    case OpKind::Erf: case OpKind::Pow: case OpKind::Sigmoid: case OpKind::Gelu: return true;
+    default: return false;
+  }
+}
+
+template <OpKind op, class T, int arity>
+void same(const void* const* operands, void* out_raw, int64_t n) {
+  if constexpr (std::is_floating_point_v<T> && uses_math(op)) {
+    float_math<op, T>(operands, out_raw, n);
+  } else {
+    auto* out = static_cast<Stored<T>*>(out_raw);
+    const auto* a = static_cast<const Stored<T>*>(operands[0]);
+    const auto* b = arity > 1 ? static_cast<const Stored<T>*>(operands[1]) : a;
+    const auto* c = arity > 2 ? static_cast<const Stored<T>*>(operands[2]) : a;
+    for (int64_t i = 0; i < n; ++i) {
+      const T x[3] = {static_cast<T>(a[i]), static_cast<T>(b[i]), static_cast<T>(c[i])};
+      out[i] = static_cast<Stored<T>>(sem::apply_same<T>(op, x));
+    }
+  }
+}
+
+template <OpKind op, class T>
+void compare(const void* const* operands, void* out_raw, int64_t n) {
+  const auto* a = static_cast<const Stored<T>*>(operands[0]);
+  const auto* b = static_cast<const Stored<T>*>(operands[1]);
+  auto* out = static_cast<uint8_t*>(out_raw);
+  for (int64_t i = 0; i < n; ++i) out[i] = sem::apply_compare<T>(op, static_cast<T>(a[i]), static_cast<T>(b[i]));
+}
+
+template <class T>
+void select(const void* const* operands, void* out_raw, int64_t n) {
+  const auto* cond = static_cast<const uint8_t*>(operands[0]);
+  const auto* a = static_cast<const Stored<T>*>(operands[1]);
+  const auto* b = static_cast<const Stored<T>*>(operands[2]);
+  auto* out = static_cast<Stored<T>*>(out_raw);
+  for (int64_t i = 0; i < n; ++i) out[i] = cond[i] ? a[i] : b[i];
+}
+
+template <class From, class To>
+void cast(const void* const* operands, void* out_raw, int64_t n) {
+  const auto* a = static_cast<const Stored<From>*>(operands[0]);
+  auto* out = static_cast<Stored<To>*>(out_raw);
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Stored<To>>(sem::convert<To, From>(static_cast<From>(a[i])));
+}
+
+template <bool normal, class T>
+void random(uint64_t seed, const int64_t* counters, void* out_raw, int64_t n) {
+  T* out = static_cast<T*>(out_raw);
+  for (int64_t i = 0; i < n; ++i) {
+    const ir::philox::Block words = ir::philox::generate(seed, static_cast<uint64_t>(counters[i]));
+    out[i] = normal ? ir::philox::normal<T>(words) : ir::philox::uniform<T>(words);
+  }
+}
+
+// ---- folds -----------------------------------------------------------------------------
+
+template <OpKind op, class T>
+void fold(const void* values_raw, int64_t n, void* accumulator) {
+  const auto* values = static_cast<const Stored<T>*>(values_raw);
+  T acc = get<T>(accumulator, 0);
+  if constexpr (op == OpKind::Add && std::is_floating_point_v<T>) {
+    T lanes[kFoldLanes] = {};
+    int64_t i = 0;
+    for (; i + kFoldLanes <= n; i += kFoldLanes) {
+      for (int j = 0; j < kFoldLanes; ++j) lanes[j] += values[i + j];
+    }
+    for (int j = 0; i + j < n; ++j) lanes[j] += values[i + j];
+    for (int width = kFoldLanes / 2; width > 0; width /= 2) {
+      for (int j = 0; j < width; ++j) lanes[j] += lanes[j + width];
+    }
+    acc += lanes[0];
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      const T x[2] = {acc, static_cast<T>(values[i])};
+      acc = sem::apply_same<T>(op, x);
+    }
+  }
+  *static_cast<Stored<T>*>(accumulator) = static_cast<Stored<T>>(acc);
+}
+
+// ---- the micro-kernel ------------------------------------------------------------------
+
+/// acc[0..64 bytes) += a * b[...] with the ISA's fused multiply-add (integers: multiply, add).
+template <class T>
+inline void fma_row(T a, const T* b, T* acc) {
+  constexpr int L = 64 / static_cast<int>(sizeof(T));
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<T, float>) {
+    _mm512_store_ps(acc, _mm512_fmadd_ps(_mm512_set1_ps(a), _mm512_load_ps(b), _mm512_load_ps(acc)));
+    return;
+  } else if constexpr (std::is_same_v<T, double>) {
+    _mm512_store_pd(acc, _mm512_fmadd_pd(_mm512_set1_pd(a), _mm512_load_pd(b), _mm512_load_pd(acc)));
+    return;
+  }
+#elif defined(__AVX2__) && defined(__FMA__)
+  if constexpr (std::is_same_v<T, float>) {
+    for (int h = 0; h < 2; ++h) {
+      _mm256_store_ps(acc + 8 * h, _mm256_fmadd_ps(_mm256_set1_ps(a), _mm256_load_ps(b + 8 * h), _mm256_load_ps(acc + 8 * h)));
+    }
+    return;
+  } else if constexpr (std::is_same_v<T, double>) {
+    for (int h = 0; h < 2; ++h) {
+      _mm256_store_pd(acc + 4 * h, _mm256_fmadd_pd(_mm256_set1_pd(a), _mm256_load_pd(b + 4 * h), _mm256_load_pd(acc + 4 * h)));
+    }
+    return;
+  }
+#endif
+  for (int j = 0; j < L; ++j) {
+    if constexpr (std::is_floating_point_v<T>) acc[j] = std::fma(a, b[j], acc[j]);
+    else acc[j] = sem::wrap_add(sem::wrap_mul(a, b[j]), acc[j]);
+  }
+}
+
+template <class T>
+void micro_kernel(const void* a_raw, const int64_t* a_rows, bool packed_a, const void* b_raw, int64_t b_base,
+                  int64_t k, void* tile_raw) {
+  const lowering::MatmulTiling tiling = lowering::matmul_tiling(sizeof(T));
+  constexpr int kMr = 6, kNr = 128 / sizeof(T), kHalf = kNr / 2;
+  static_assert(kHalf == 64 / sizeof(T));
+  if (tiling.mr != kMr || tiling.nr != kNr) __builtin_trap();  // the tiling and this code agree
+  const T* a = static_cast<const T*>(a_raw);
+  const T* b = static_cast<const T*>(b_raw) + b_base;
+  alignas(64) T acc[kMr][kNr] = {};
+  for (int64_t kk = 0; kk < k; ++kk) {
+    alignas(64) T brow[kNr];
+    std::memcpy(brow, b + kk * kNr, sizeof brow);
+    for (int r = 0; r < kMr; ++r) {
+      const T av = packed_a ? a[a_rows[0] + kk * kMr + r] : a[a_rows[r] + kk];
+      fma_row(av, brow, acc[r]);
+      fma_row(av, brow + kHalf, acc[r] + kHalf);
+    }
+  }
+  std::memcpy(tile_raw, acc, sizeof acc);
+}
+
+// ---- the table -------------------------------------------------------------------------
+
+template <DType D>
+void fill_dtype(BlockTable& t) {
+  using T = typename TypeOf<D>::type;
+  constexpr int d = static_cast<int>(D);
+#define LAZYJIT_OP(Name, text, arity, rule, admits, kind)                                              \
+  if constexpr (ir::DTypeRule::rule == ir::DTypeRule::Same && ir::AccessPattern::kind == ir::AccessPattern::Elementwise) { \
+    constexpr bool ok = ir::Admits::admits == ir::Admits::All ||                                      \
+                        (ir::Admits::admits == ir::Admits::Numeric && D != DType::Bool) ||            \
+                        (ir::Admits::admits == ir::Admits::Floating && std::is_floating_point_v<T>) || \
+                        (ir::Admits::admits == ir::Admits::Bool && D == DType::Bool);                 \
+    if constexpr (ok) t.same[static_cast<int>(OpKind::Name)][d] = &same<OpKind::Name, T, (arity)>;   \
+  }                                                                                                   \
+  if constexpr (ir::DTypeRule::rule == ir::DTypeRule::Compare) {                                      \
+    t.compare[static_cast<int>(OpKind::Name)][d] = &compare<OpKind::Name, T>;                        \
+  }
+#include "ir/ops.def"
+  t.select[d] = &select<T>;
+  t.cast[d][static_cast<int>(DType::Bool)] = &cast<T, bool>;
+  t.cast[d][static_cast<int>(DType::Int32)] = &cast<T, int32_t>;
+  t.cast[d][static_cast<int>(DType::Int64)] = &cast<T, int64_t>;
+  t.cast[d][static_cast<int>(DType::Float32)] = &cast<T, float>;
+  t.cast[d][static_cast<int>(DType::Float64)] = &cast<T, double>;
+  t.fold[0][d] = &fold<OpKind::Add, T>;
+  t.fold[1][d] = &fold<OpKind::Maximum, T>;
+  t.fold[2][d] = &fold<OpKind::Minimum, T>;
+  if constexpr (D != DType::Bool) t.matmul[d] = &micro_kernel<T>;
+}
+
+}  // namespace
+
+void LAZYJIT_TIER0_FILL(BlockTable& table) {
+  fill_dtype<DType::Bool>(table);
+  fill_dtype<DType::Int32>(table);
+  fill_dtype<DType::Int64>(table);
+  fill_dtype<DType::Float32>(table);
+  fill_dtype<DType::Float64>(table);
+  table.random[0][0] = &random<false, float>;
+  table.random[0][1] = &random<false, double>;
+  table.random[1][0] = &random<true, float>;
+  table.random[1][1] = &random<true, double>;
+}
+
+}  // namespace lazyjit::runtime::tier0

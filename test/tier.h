@@ -1,0 +1,22 @@
+// ScopedTier: runs a test's scope on one tier (lazyjit::Tier), restoring the one before.
+// Test executables run on tier 0 (LAZYJIT_TIER=0, test/CMakeLists.txt); a test of
+// compilation (its counters, caches, dumps) asks for compiled code with
+// `ScopedTier compiled(Tier::Compile);`.
+#pragma once
+
+#include "lazyjit/runtime.h"
+
+namespace lazyjit::tests {
+
+class ScopedTier {
+ public:
+  explicit ScopedTier(Tier tier) : before_(lazyjit::tier()) { set_tier(tier); }
+  ~ScopedTier() { set_tier(before_); }
+  ScopedTier(const ScopedTier&) = delete;
+  ScopedTier& operator=(const ScopedTier&) = delete;
+
+ private:
+  Tier before_;
+};
+
+}  // namespace lazyjit::tests
