@@ -13,7 +13,8 @@
 namespace lazyjit::runtime {
 
 struct Executor::Arena {
-  explicit Arena(int threads) : arena(threads) {}
+  // Started now, so that the first graph's first launch does not start the worker threads.
+  explicit Arena(int threads) : arena(threads) { arena.initialize(); }
   tbb::task_arena arena;
 };
 

@@ -27,6 +27,8 @@ using Clock = std::chrono::steady_clock;
 /// The compile thread's stack: room for kMaxFusedDepth levels of expression emission and
 /// LLVM's own recursion, also under the sanitizers.
 constexpr size_t kCompileStackBytes = size_t{64} << 20;
+/// Lowering alone (tier 0's first run of a graph) recurses kMaxFusedDepth levels at most.
+constexpr size_t kLowerStackBytes = size_t{4} << 20;
 
 int64_t nanoseconds_since(Clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
@@ -132,7 +134,7 @@ std::shared_ptr<const Tier0Graph> GraphExecutor::interpreted(const ir::Graph& gr
                                                              std::span<const lowering::Alias> aliases,
                                                              const ir::Hash128& key, bool compile_in_background) {
   auto result = tier0_graphs_.get_or_make(key, [&]() -> absl::StatusOr<std::shared_ptr<const Tier0Graph>> {
-    absl::StatusOr<GraphCompiler::Lowered> lowered = run_with_stack(kCompileStackBytes, [&] {
+    absl::StatusOr<GraphCompiler::Lowered> lowered = run_with_stack(kLowerStackBytes, [&] {
       if (plan == nullptr) plan = plan_of(graph);
       return graph_compiler_.lower(graph, *plan, aliases, key);
     });
@@ -199,26 +201,54 @@ void GraphExecutor::execute(const ir::Graph& graph, const Code& code, std::span<
   const std::vector<int64_t> shapes = lowering::shape_table(graph);
   std::vector<int64_t> sizes;
   plan.sizes.evaluate(shapes.data(), sizes);
-  // Temporaries live for this run only; the caching allocator hands the same blocks back
-  // next step, so a steady training loop allocates nothing new.
-  std::vector<std::unique_ptr<CpuBuffer>> temps;
-  for (int t = 0; t < num_temps; ++t) {
-    const int64_t bytes = sizes[plan.temps[t].bytes];
-    temps.push_back(std::make_unique<CpuBuffer>(allocator_, DType::Bool, std::vector<int64_t>{bytes}));
-    buffers[lowering::temp_buffer_index(num_parameters, num_results, t)] = temps.back()->data();
-  }
-
   // Everything that can fail is done before the first kernel writes a donated buffer.
   std::vector<ir::NodePtr> leaves;
   leaves.reserve(num_results);
   for (const BackendDataPtr& output : outputs) leaves.push_back(ir::make_parameter(output));
   const std::vector<size_t> order = donation_order(plan.kernels, aliases);
 
+  // Temporaries live from the first kernel that uses one to its last: each is taken from the
+  // caching allocator just before its first user runs and handed back after its last, so a
+  // step's later temporaries reuse its earlier ones' memory (a first step touches less fresh
+  // memory, a steady one keeps a smaller working set), and the next step gets the same blocks.
+  // Those still to come when the first kernel that writes a donated buffer runs are taken
+  // then, all at once: nothing can fail after it.
+  const int first_temp = lowering::temp_buffer_index(num_parameters, num_results, 0);
+  std::vector<std::vector<int>> born(order.size()), dead(order.size());
+  {
+    std::vector<int> first(num_temps, -1), last(num_temps, -1);
+    for (size_t pos = 0; pos < order.size(); ++pos) {
+      for (int b : plan.kernels[order[pos]].frame.buffers) {
+        if (b < first_temp) continue;
+        if (first[b - first_temp] < 0) first[b - first_temp] = static_cast<int>(pos);
+        last[b - first_temp] = static_cast<int>(pos);
+      }
+    }
+    size_t donor = order.size();  // the first kernel that writes a donated buffer
+    for (size_t pos = 0; pos < order.size() && donor == order.size(); ++pos) {
+      for (const lowering::Alias& a : aliases) {
+        const auto& results = plan.kernels[order[pos]].results;
+        if (std::find(results.begin(), results.end(), a.result) != results.end()) donor = pos;
+      }
+    }
+    for (int t = 0; t < num_temps; ++t) {
+      if (first[t] < 0) continue;
+      born[std::min(static_cast<size_t>(first[t]), donor)].push_back(t);
+      dead[last[t]].push_back(t);
+    }
+  }
+  std::vector<std::unique_ptr<CpuBuffer>> temps(num_temps);
+
   const Clock::time_point start = Clock::now();
   lowering::BoundFrame frame;
   int64_t offending = 0;  // a failed check's value (threads that fail at once store it atomically)
   int64_t tier0_runs = 0;
-  for (size_t k : order) {
+  for (size_t pos = 0; pos < order.size(); ++pos) {
+    const size_t k = order[pos];
+    for (int t : born[pos]) {
+      temps[t] = std::make_unique<CpuBuffer>(allocator_, DType::Bool, std::vector<int64_t>{sizes[plan.temps[t].bytes]});
+      buffers[first_temp + t] = temps[t]->data();
+    }
     const lowering::KernelSpec& kernel = plan.kernels[k];
     lowering::bind_frame(kernel.frame, buffers.data(), shapes.data(), scalars.data(), &offending, frame);
     const int64_t count = sizes[kernel.count], work = sizes[kernel.work];
@@ -237,6 +267,7 @@ void GraphExecutor::execute(const ir::Graph& graph, const Code& code, std::span<
       const ir::Node& node = *graph.nodes[check.node];
       throw Error(ir::index_error(node.op(), node.attrs(), offending, shapes[check.bound]));
     }
+    for (int t : dead[pos]) temps[t].reset();
   }
   counters_.execute_ns.fetch_add(nanoseconds_since(start), std::memory_order_relaxed);
   counters_.kernels_launched.fetch_add(static_cast<int64_t>(plan.kernels.size()), std::memory_order_relaxed);

@@ -95,7 +95,9 @@ bool innermost(const Stmt& loop) {
 /// How a value of an innermost loop is held while a block runs.
 enum class Form : uint8_t {
   Uniform,  ///< the same for the whole loop entry: in regs (and a broadcast block if a block reads it)
-  Affine,   ///< base + stride * lane, base in regs (and materialised in a block if one reads it)
+  Index,    ///< index arithmetic of the variable: per block either affine (base in regs + stride *
+            ///< lane, materialised in its block only if a block reads it) or, where it is not
+            ///< (a clamp that binds, a division that crosses a multiple), one value per lane
   Block,    ///< one value per lane, in a block
 };
 
@@ -104,11 +106,9 @@ struct BlockLoop {
   Id var = kir::kNone;      ///< the loop variable's expression, if used
   int64_t block = 0;        ///< iterations per block
   std::vector<Form> form;   ///< per expression the loop uses
-  std::vector<int64_t> stride;  ///< per Affine expression
   std::vector<int> slot;    ///< per expression: its block in the scratch, or -1
   int slots = 0;
   std::vector<Id> entry;    ///< loop invariants the loop uses, evaluated at its entry
-  std::vector<Id> bcast;    ///< of those, the ones a block reads: broadcast at entry
   struct Statement {
     const Stmt* stmt;
     std::vector<Id> compute;  ///< values of the block first needed here, in order
@@ -292,57 +292,39 @@ int Program::build_block_loop(const Stmt& s, int depth, const std::vector<bool>&
   for (Id e : needed) varying[e] = level[e] >= depth || reads_written(e);
   const size_t n = k.exprs.size();
   loop.form.assign(n, Form::Uniform);
-  loop.stride.assign(n, 0);
   loop.slot.assign(n, -1);
-
-  // Forms: invariants, index expressions linear in the variable (with a constant stride),
-  // blocks. Operands come first, so theirs are known.
-  auto stride_of = [&](Id o) -> std::optional<int64_t> {
-    if (!varying[o]) return 0;
-    if (loop.form[o] == Form::Affine) return loop.stride[o];
-    return std::nullopt;
-  };
-  auto constant = [&](Id o) -> std::optional<int64_t> {
-    if (k.exprs[o].kind == ExprKind::Const) return k.exprs[o].bits;
-    return std::nullopt;
-  };
-  if (loop.var != kir::kNone) {
-    loop.form[loop.var] = Form::Affine;
-    loop.stride[loop.var] = 1;
-  }
   for (Id e : needed) {
     if (!varying[e]) {
       loop.entry.push_back(e);
       continue;
     }
-    loop.form[e] = Form::Block;
-    const Expr& x = k.exprs[e];
-    if (x.kind != ExprKind::Index || reads_written(e)) continue;
-    const auto op = static_cast<kir::IndexOp>(x.op);
-    const std::optional<int64_t> s0 = stride_of(x.operands[0]), s1 = stride_of(x.operands[1]);
-    std::optional<int64_t> st;
-    if (s0 && s1 && op == kir::IndexOp::Add) st = *s0 + *s1;
-    if (s0 && s1 && op == kir::IndexOp::Sub) st = *s0 - *s1;
-    if (op == kir::IndexOp::Mul && s0 && s1) {
-      if (*s1 == 0 && constant(x.operands[1])) st = *s0 * *constant(x.operands[1]);
-      else if (*s0 == 0 && constant(x.operands[0])) st = *s1 * *constant(x.operands[0]);
-    }
-    if (st) {
-      loop.form[e] = Form::Affine;
-      loop.stride[e] = *st;
-    }
+    const bool index = k.exprs[e].kind == ExprKind::Index && !reads_written(e);
+    loop.form[e] = index ? Form::Index : Form::Block;
   }
+  if (loop.var != kir::kNone) loop.form[loop.var] = Form::Index;
 
   // A loop that reads what it writes runs in order, one iteration per block, unless each such
   // read is a load at the very element the loop stores there, one element per iteration (a
-  // column fold's accumulator).
+  // column fold's accumulator): its offset is the variable plus invariants.
+  auto unit_stride = [&](auto&& self, Id e) -> std::optional<int64_t> {
+    if (!varying[e]) return 0;
+    const Expr& x = k.exprs[e];
+    if (e == loop.var) return 1;
+    if (x.kind != ExprKind::Index || reads_written(e)) return std::nullopt;
+    const auto op = static_cast<kir::IndexOp>(x.op);
+    const std::optional<int64_t> s0 = self(self, x.operands[0]), s1 = self(self, x.operands[1]);
+    if (!s0 || !s1) return std::nullopt;
+    if (op == kir::IndexOp::Add) return *s0 + *s1;
+    if (op == kir::IndexOp::Sub) return *s0 - *s1;
+    return std::nullopt;
+  };
   bool in_order = false;
   for (Id e : needed) {
     const Expr& x = k.exprs[e];
     if (x.kind == ExprKind::Local && (written.locals & bit(x.slot)) != 0) in_order = true;
     if (x.kind != ExprKind::Load || (written.buffers & bit(x.slot)) == 0) continue;
     const Id offset = x.operands[0];
-    bool same_element = stride_of(offset) == std::optional<int64_t>(1);
+    bool same_element = unit_stride(unit_stride, offset) == std::optional<int64_t>(1);
     for (const Stmt& t : s.body) {
       if (t.kind != Stmt::Kind::Store) continue;
       for (size_t i = 0; i < t.buffers.size(); ++i) {
@@ -353,33 +335,27 @@ int Program::build_block_loop(const Stmt& s, int depth, const std::vector<bool>&
   }
   loop.block = in_order ? 1 : Tier0Kernel::kBlock;
 
-  // Blocks: every Block expression, and the Affine or Uniform ones that a block operation, a
-  // statement's value or a gather reads. Uniform ones are broadcast at the loop's entry.
+  // Blocks: every varying expression may need one (an Index one when it is not affine, or
+  // read by a block operation); Uniform ones that a block operation, a statement's value or
+  // an offset reads get a broadcast block, filled at the loop's entry.
   auto give_block = [&](Id e) {
-    if (loop.slot[e] >= 0) return;
-    loop.slot[e] = loop.slots++;
-    if (loop.form[e] == Form::Uniform) loop.bcast.push_back(e);
+    if (loop.slot[e] < 0) loop.slot[e] = loop.slots++;
   };
   std::vector<Id> all = needed;
   if (loop.var != kir::kNone && std::find(all.begin(), all.end(), loop.var) == all.end()) all.push_back(loop.var);
   std::sort(all.begin(), all.end());
   for (Id e : all) {
-    if (loop.form[e] != Form::Block) continue;
+    if (loop.form[e] == Form::Uniform) continue;
     give_block(e);
     const Expr& x = k.exprs[e];
-    const bool addressing = x.kind == ExprKind::Load || x.kind == ExprKind::Local;
     for (size_t i = 0; i < x.operands.size(); ++i) {
-      const Id o = x.operands[i];
-      if (addressing && loop.form[o] != Form::Block) continue;  // read as base and stride, or one element
-      if (x.kind == ExprKind::Random && i == 0) continue;       // the seed is read from its register
-      give_block(o);
+      if (x.kind == ExprKind::Random && i == 0) continue;  // the seed is read from its register
+      give_block(x.operands[i]);
     }
   }
   for (const Stmt& t : s.body) {
     for (Id v : t.values) give_block(v);
-    for (Id o : t.offsets) {
-      if (loop.form[o] == Form::Block) give_block(o);
-    }
+    for (Id o : t.offsets) give_block(o);
   }
   max_blocks = std::max(max_blocks, loop.slots);
 
@@ -501,7 +477,8 @@ template <class T> struct Broadcast {
 
 class Runner {
  public:
-  explicit Runner(Frame& f) : f_(f), p_(f.p), k_(f.p.k) {}
+  explicit Runner(Frame& f)
+      : f_(f), p_(f.p), k_(f.p.k), ready_(k_.exprs.size()), affine_(k_.exprs.size()), stride_(k_.exprs.size()) {}
 
   /// One expression's scalar value into its register.
   void eval(Id id) {
@@ -611,88 +588,149 @@ class Runner {
     return f_.blocks + static_cast<size_t>(loop_->slot[e]) * Tier0Kernel::kBlock * 8;
   }
 
-  void materialise_affine(Id e, int64_t n) {
-    auto* out = reinterpret_cast<int64_t*>(block(e));
-    const int64_t base = f_.index(e), stride = loop_->stride[e];
-    for (int64_t i = 0; i < n; ++i) out[i] = base + stride * i;
+  /// `e` as an array of the block's n lanes: Uniform values broadcast (once per loop entry),
+  /// affine Index values materialised (once per block).
+  const std::byte* lanes(Id e, int64_t n) {
+    std::byte* out = block(e);
+    if (ready(e)) return out;
+    set_ready(e);
+    if (loop_->form[e] == Form::Uniform) {
+      by_size<Broadcast>(dtype_size(k_.exprs[e].dtype), out, static_cast<const void*>(f_.reg(e)), width_);
+    } else {  // an affine Index value (the others are computed into their blocks)
+      auto* o = reinterpret_cast<int64_t*>(out);
+      const int64_t base = f_.index(e), stride = stride_[e];
+      for (int64_t i = 0; i < n; ++i) o[i] = base + stride * i;
+    }
+    return out;
   }
 
-  /// Computes block value `id` over n lanes starting at iteration `start`.
+  /// An Index expression over a block: affine when its operands are and its op keeps them so
+  /// over these n lanes, else computed lane by lane.
+  void compute_index(Id id, const Expr& e, int64_t n) {
+    const Id x = e.operands[0], y = e.operands[1];
+    auto affine = [&](Id o) { return loop_->form[o] == Form::Uniform || affine_[o]; };
+    auto stride = [&](Id o) { return loop_->form[o] == Form::Uniform ? int64_t{0} : stride_[o]; };
+    const auto op = static_cast<kir::IndexOp>(e.op);
+    if (affine(x) && affine(y)) {
+      const int64_t bx = f_.index(x), by = f_.index(y), sx = stride(x), sy = stride(y);
+      const int64_t last_x = bx + sx * (n - 1), last_y = by + sy * (n - 1);
+      std::optional<int64_t> s;
+      switch (op) {
+        case kir::IndexOp::Add: s = sx + sy; break;
+        case kir::IndexOp::Sub: s = sx - sy; break;
+        case kir::IndexOp::Mul:
+          if (sy == 0) s = sx * by;
+          else if (sx == 0) s = sy * bx;
+          break;
+        case kir::IndexOp::Min:
+        case kir::IndexOp::Max: {
+          // One side wins on every lane of the block (both are monotonic in the lane).
+          const bool lo = op == kir::IndexOp::Min;
+          auto wins = [&](int64_t a0, int64_t a1, int64_t b0, int64_t b1) {
+            return lo ? (a0 <= b0 && a1 <= b1) : (a0 >= b0 && a1 >= b1);
+          };
+          if (wins(bx, last_x, by, last_y)) s = sx;
+          else if (wins(by, last_y, bx, last_x)) s = sy;
+          break;
+        }
+        case kir::IndexOp::Div:
+        case kir::IndexOp::Rem:
+          // Constant divisor; the lanes stay within one multiple of it (or move by whole ones).
+          if (sy == 0 && by > 0 && bx >= 0 && sx >= 0 && last_x >= 0) {
+            if (sx % by == 0) s = op == kir::IndexOp::Div ? sx / by : 0;
+            else if (bx / by == last_x / by) s = op == kir::IndexOp::Div ? 0 : sx;
+          }
+          break;
+      }
+      if (s) {
+        eval(id);  // the base: lane 0's value
+        ready_[id] = 0;
+        affine_[id] = true;
+        stride_[id] = *s;
+        return;
+      }
+    }
+    affine_[id] = false;
+    set_ready(id);
+    const auto* a = reinterpret_cast<const int64_t*>(lanes(x, n));
+    const auto* b = reinterpret_cast<const int64_t*>(lanes(y, n));
+    auto* o = reinterpret_cast<int64_t*>(block(id));
+    switch (op) {
+      case kir::IndexOp::Add: for (int64_t i = 0; i < n; ++i) o[i] = static_cast<int64_t>(uint64_t(a[i]) + uint64_t(b[i])); break;
+      case kir::IndexOp::Sub: for (int64_t i = 0; i < n; ++i) o[i] = static_cast<int64_t>(uint64_t(a[i]) - uint64_t(b[i])); break;
+      case kir::IndexOp::Mul: for (int64_t i = 0; i < n; ++i) o[i] = static_cast<int64_t>(uint64_t(a[i]) * uint64_t(b[i])); break;
+      case kir::IndexOp::Min: for (int64_t i = 0; i < n; ++i) o[i] = std::min(a[i], b[i]); break;
+      case kir::IndexOp::Max: for (int64_t i = 0; i < n; ++i) o[i] = std::max(a[i], b[i]); break;
+      case kir::IndexOp::Div:
+      case kir::IndexOp::Rem:
+        for (int64_t i = 0; i < n; ++i) o[i] = index_op(op, a[i], b[i]);
+        break;
+    }
+  }
+
+  /// Whether offset `o` is affine over this block (else its lanes are in its block).
+  bool affine_offset(Id o) const { return loop_->form[o] == Form::Uniform || affine_[o]; }
+  int64_t offset_stride(Id o) const { return loop_->form[o] == Form::Uniform ? 0 : stride_[o]; }
+
+  /// Computes block value `id` over n lanes.
   void compute(Id id, int64_t n) {
     const Expr& e = k_.exprs[id];
-    const Form form = loop_->form[id];
-    if (form == Form::Affine) {
-      if (e.kind == ExprKind::Index) eval(id);  // the base: its operands' bases and invariants
-      if (loop_->slot[id] >= 0) materialise_affine(id, n);
+    if (e.kind == ExprKind::Index) {
+      compute_index(id, e, n);
       return;
     }
+    set_ready(id);
     std::byte* out = block(id);
     switch (e.kind) {
       case ExprKind::Load:
       case ExprKind::Local: {
         const int64_t size = dtype_size(e.dtype);
         const std::byte* base = e.kind == ExprKind::Load ? f_.buffer(e.slot) : f_.local(e.slot);
-        const bool boolean = e.kind == ExprKind::Load && e.dtype == DType::Bool;
         if (e.operands.empty()) {
           by_size<Broadcast>(size, out, static_cast<const void*>(base), n);
           return;
         }
         const Id o = e.operands[0];
-        switch (loop_->form[o]) {
-          case Form::Uniform:
-            by_size<Broadcast>(size, out, static_cast<const void*>(base + f_.index(o) * size), n);
-            break;
-          case Form::Affine:
-            if (loop_->stride[o] == 1) {
-              copy_elements(out, base + f_.index(o) * size, n, size, false);
-            } else {
-              by_size<Strided>(size, out, base, f_.index(o), loop_->stride[o], n);
-            }
-            break;
-          case Form::Block:
-            by_size<Gather>(size, out, base, reinterpret_cast<const int64_t*>(block(o)), n);
-            break;
+        if (!affine_offset(o)) {
+          by_size<Gather>(size, out, base, reinterpret_cast<const int64_t*>(lanes(o, n)), n);
+        } else if (offset_stride(o) == 1) {
+          std::memcpy(out, base + f_.index(o) * size, static_cast<size_t>(n * size));
+        } else if (offset_stride(o) == 0) {
+          by_size<Broadcast>(size, out, static_cast<const void*>(base + f_.index(o) * size), n);
+        } else {
+          by_size<Strided>(size, out, base, f_.index(o), offset_stride(o), n);
         }
-        if (boolean) {
+        if (e.kind == ExprKind::Load && e.dtype == DType::Bool) {
           for (int64_t i = 0; i < n; ++i) out[i] = std::byte{out[i] != std::byte{0}};
         }
         return;
       }
-      case ExprKind::Index: {
-        const auto* a = reinterpret_cast<const int64_t*>(block(e.operands[0]));
-        const auto* b = reinterpret_cast<const int64_t*>(block(e.operands[1]));
-        auto* o = reinterpret_cast<int64_t*>(out);
-        const auto op = static_cast<kir::IndexOp>(e.op);
-        for (int64_t i = 0; i < n; ++i) o[i] = index_op(op, a[i], b[i]);
-        return;
-      }
       case ExprKind::Op: {
         const void* operands[3] = {};
-        for (size_t i = 0; i < e.operands.size(); ++i) operands[i] = block(e.operands[i]);
+        for (size_t i = 0; i < e.operands.size(); ++i) operands[i] = lanes(e.operands[i], n);
         p_.fn[id](operands, out, n);
         return;
       }
       case ExprKind::Random:
         p_.table->random[e.op == static_cast<uint8_t>(ir::OpKind::Randn)][e.dtype == DType::Float64](
-            f_.regs[e.operands[0]], reinterpret_cast<const int64_t*>(block(e.operands[1])), out, n);
+            f_.regs[e.operands[0]], reinterpret_cast<const int64_t*>(lanes(e.operands[1], n)), out, n);
         return;
       default: internal_error("tier 0 met a block expression it does not know");
     }
   }
 
-  /// Writes n lanes of `value` at `offset` (Uniform: the last lane's value, as in order).
+  /// Writes n lanes of `value` at `offset` (one element: the last lane's value, as in order).
   void write(std::byte* base, DType dtype, Id offset, Id value, int64_t n) {
     const int64_t size = dtype_size(dtype);
-    const std::byte* in = block(value);
-    switch (loop_->form[offset]) {
-      case Form::Uniform: std::memcpy(base + f_.index(offset) * size, in + (n - 1) * size, static_cast<size_t>(size)); break;
-      case Form::Affine:
-        if (loop_->stride[offset] == 1) std::memcpy(base + f_.index(offset) * size, in, static_cast<size_t>(n * size));
-        else by_size<ScatterStrided>(size, base, in, f_.index(offset), loop_->stride[offset], n);
-        break;
-      case Form::Block:
-        by_size<Scatter>(size, base, in, reinterpret_cast<const int64_t*>(block(offset)), n);
-        break;
+    const std::byte* in = lanes(value, n);
+    if (!affine_offset(offset)) {
+      by_size<Scatter>(size, base, in, reinterpret_cast<const int64_t*>(lanes(offset, n)), n);
+    } else if (offset_stride(offset) == 1) {
+      std::memcpy(base + f_.index(offset) * size, in, static_cast<size_t>(n * size));
+    } else if (offset_stride(offset) == 0) {
+      std::memcpy(base + f_.index(offset) * size, in + (n - 1) * size, static_cast<size_t>(size));
+    } else {
+      by_size<ScatterStrided>(size, base, in, f_.index(offset), offset_stride(offset), n);
     }
   }
 
@@ -700,15 +738,15 @@ class Runner {
     if (lo >= hi) return 0;
     loop_ = &loop;
     eval_all(loop.entry);
-    const int64_t width = std::min(loop.block, hi - lo);
-    for (Id e : loop.bcast) {
-      by_size<Broadcast>(dtype_size(k_.exprs[e].dtype), block(e), static_cast<const void*>(f_.reg(e)), width);
-    }
+    width_ = std::min(loop.block, hi - lo);
+    entry_epoch_ = ++clock_;  // broadcasts are filled on first use
     for (int64_t start = lo; start < hi; start += loop.block) {
       const int64_t n = std::min(loop.block, hi - start);
+      block_epoch_ = ++clock_;
       if (loop.var != kir::kNone) {
         f_.regs[loop.var] = static_cast<uint64_t>(start);
-        if (loop_->slot[loop.var] >= 0) materialise_affine(loop.var, n);
+        affine_[loop.var] = true;
+        stride_[loop.var] = 1;
       }
       for (const BlockLoop::Statement& statement : loop.body) {
         for (Id e : statement.compute) compute(e, n);
@@ -731,31 +769,28 @@ class Runner {
         const int64_t size = dtype_size(dtype);
         if (s.kind == Stmt::Kind::Assign) {
           if (s.offsets.empty()) {
-            std::memcpy(f_.local(s.slot), block(s.values[0]) + (n - 1) * size, static_cast<size_t>(size));
+            std::memcpy(f_.local(s.slot), lanes(s.values[0], n) + (n - 1) * size, static_cast<size_t>(size));
           } else {
             write(f_.local(s.slot), dtype, s.offsets[0], s.values[0], n);
           }
           return 0;
         }
         const tier0::FoldFn combine = fold(s.op, dtype);
+        const std::byte* values = lanes(s.values[0], n);
         if (s.offsets.empty()) {
-          combine(block(s.values[0]), n, f_.local(s.slot));
+          combine(values, n, f_.local(s.slot));
           return 0;
         }
-        for (int64_t i = 0; i < n; ++i) {  // into elements of an array local, lane by lane
-          const Id o = s.offsets[0];
-          const int64_t at = loop_->form[o] == Form::Block ? reinterpret_cast<const int64_t*>(block(o))[i]
-                             : loop_->form[o] == Form::Affine ? f_.index(o) + loop_->stride[o] * i
-                                                          : f_.index(o);
-          combine(block(s.values[0]) + i * size, 1, f_.local(s.slot) + at * size);
-        }
+        const Id o = s.offsets[0];
+        const auto* at = reinterpret_cast<const int64_t*>(lanes(o, n));
+        for (int64_t i = 0; i < n; ++i) combine(values + i * size, 1, f_.local(s.slot) + at[i] * size);
         return 0;
       }
       case Stmt::Kind::Check: {
-        const std::byte* ok = block(s.values[0]);
+        const std::byte* ok = lanes(s.values[0], n);
         for (int64_t i = 0; i < n; ++i) {
           if (ok[i] == std::byte{0}) {
-            fail(s, reinterpret_cast<const int64_t*>(block(s.values[1]))[i]);
+            fail(s, reinterpret_cast<const int64_t*>(lanes(s.values[1], n))[i]);
             return s.code;
           }
         }
@@ -769,6 +804,16 @@ class Runner {
   const Program& p_;
   const kir::Kernel& k_;
   const BlockLoop* loop_ = nullptr;  // the block loop running
+  int64_t width_ = 0;                // its lanes per block (the first block's)
+  // Per expression: the epoch in which its lanes were put in its block (the loop entry's for
+  // a broadcast, the block's for the others); an Index expression is affine in this block,
+  // with this stride (its base in its register).
+  bool ready(Id e) const { return ready_[e] == (loop_->form[e] == Form::Uniform ? entry_epoch_ : block_epoch_); }
+  void set_ready(Id e) { ready_[e] = loop_->form[e] == Form::Uniform ? entry_epoch_ : block_epoch_; }
+  std::vector<uint64_t> ready_;
+  std::vector<bool> affine_;
+  std::vector<int64_t> stride_;
+  uint64_t clock_ = 0, entry_epoch_ = 0, block_epoch_ = 0;
 };
 
 }  // namespace

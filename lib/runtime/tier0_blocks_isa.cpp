@@ -261,34 +261,74 @@ void fold(const void* values_raw, int64_t n, void* accumulator) {
 
 // ---- the micro-kernel ------------------------------------------------------------------
 
-/// acc[0..64 bytes) += a * b[...] with the ISA's fused multiply-add (integers: multiply, add).
-template <class T>
-inline void fma_row(T a, const T* b, T* acc) {
-  constexpr int L = 64 / static_cast<int>(sizeof(T));
 #if defined(__AVX512F__)
-  if constexpr (std::is_same_v<T, float>) {
-    _mm512_store_ps(acc, _mm512_fmadd_ps(_mm512_set1_ps(a), _mm512_load_ps(b), _mm512_load_ps(acc)));
-    return;
-  } else if constexpr (std::is_same_v<T, double>) {
-    _mm512_store_pd(acc, _mm512_fmadd_pd(_mm512_set1_pd(a), _mm512_load_pd(b), _mm512_load_pd(acc)));
-    return;
-  }
+template <class T> struct Simd;
+template <> struct Simd<float> {
+  using V = __m512;
+  static constexpr int kLanes = 16;
+  static V zero() { return _mm512_setzero_ps(); }
+  static V splat(float a) { return _mm512_set1_ps(a); }
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+};
+template <> struct Simd<double> {
+  using V = __m512d;
+  static constexpr int kLanes = 8;
+  static V zero() { return _mm512_setzero_pd(); }
+  static V splat(double a) { return _mm512_set1_pd(a); }
+  static V load(const double* p) { return _mm512_loadu_pd(p); }
+  static void store(double* p, V v) { _mm512_storeu_pd(p, v); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
+};
 #elif defined(__AVX2__) && defined(__FMA__)
-  if constexpr (std::is_same_v<T, float>) {
-    for (int h = 0; h < 2; ++h) {
-      _mm256_store_ps(acc + 8 * h, _mm256_fmadd_ps(_mm256_set1_ps(a), _mm256_load_ps(b + 8 * h), _mm256_load_ps(acc + 8 * h)));
-    }
-    return;
-  } else if constexpr (std::is_same_v<T, double>) {
-    for (int h = 0; h < 2; ++h) {
-      _mm256_store_pd(acc + 4 * h, _mm256_fmadd_pd(_mm256_set1_pd(a), _mm256_load_pd(b + 4 * h), _mm256_load_pd(acc + 4 * h)));
-    }
-    return;
-  }
+template <class T> struct Simd;
+template <> struct Simd<float> {
+  using V = __m256;
+  static constexpr int kLanes = 8;
+  static V zero() { return _mm256_setzero_ps(); }
+  static V splat(float a) { return _mm256_set1_ps(a); }
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+};
+template <> struct Simd<double> {
+  using V = __m256d;
+  static constexpr int kLanes = 4;
+  static V zero() { return _mm256_setzero_pd(); }
+  static V splat(double a) { return _mm256_set1_pd(a); }
+  static V load(const double* p) { return _mm256_loadu_pd(p); }
+  static void store(double* p, V v) { _mm256_storeu_pd(p, v); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
+};
 #endif
-  for (int j = 0; j < L; ++j) {
-    if constexpr (std::is_floating_point_v<T>) acc[j] = std::fma(a, b[j], acc[j]);
-    else acc[j] = sem::wrap_add(sem::wrap_mul(a, b[j]), acc[j]);
+
+/// One group of kGroup vectors of columns of the tile, all of K, accumulators in registers:
+/// tile[r][j] for j in [col, col + kGroup * lanes), kk ascending, one fused multiply-add each.
+template <class T, class S, int kMr, int kNr, int kGroup>
+inline void micro_group(const T* a, const int64_t* a_rows, bool packed_a, const T* b, int64_t k, int col, T* tile) {
+  using V = typename S::V;
+  V acc[kMr][kGroup];
+#pragma GCC unroll 8
+  for (int r = 0; r < kMr; ++r) {
+#pragma GCC unroll 8
+    for (int g = 0; g < kGroup; ++g) acc[r][g] = S::zero();
+  }
+  for (int64_t kk = 0; kk < k; ++kk) {
+    V bv[kGroup];
+#pragma GCC unroll 8
+    for (int g = 0; g < kGroup; ++g) bv[g] = S::load(b + kk * kNr + col + g * S::kLanes);
+#pragma GCC unroll 8
+    for (int r = 0; r < kMr; ++r) {
+      const V av = S::splat(packed_a ? a[a_rows[0] + kk * kMr + r] : a[a_rows[r] + kk]);
+#pragma GCC unroll 8
+      for (int g = 0; g < kGroup; ++g) acc[r][g] = S::fma(av, bv[g], acc[r][g]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < kMr; ++r) {
+#pragma GCC unroll 8
+    for (int g = 0; g < kGroup; ++g) S::store(tile + r * kNr + col + g * S::kLanes, acc[r][g]);
   }
 }
 
@@ -296,22 +336,32 @@ template <class T>
 void micro_kernel(const void* a_raw, const int64_t* a_rows, bool packed_a, const void* b_raw, int64_t b_base,
                   int64_t k, void* tile_raw) {
   const lowering::MatmulTiling tiling = lowering::matmul_tiling(sizeof(T));
-  constexpr int kMr = 6, kNr = 128 / sizeof(T), kHalf = kNr / 2;
-  static_assert(kHalf == 64 / sizeof(T));
+  constexpr int kMr = 6, kNr = 128 / sizeof(T);
   if (tiling.mr != kMr || tiling.nr != kNr) __builtin_trap();  // the tiling and this code agree
   const T* a = static_cast<const T*>(a_raw);
   const T* b = static_cast<const T*>(b_raw) + b_base;
-  alignas(64) T acc[kMr][kNr] = {};
+  T* tile = static_cast<T*>(tile_raw);
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+  if constexpr (std::is_floating_point_v<T>) {
+    using S = Simd<T>;
+    constexpr int kGroup = 2;  // twelve accumulators: within 16 vector registers
+    for (int col = 0; col < kNr; col += kGroup * S::kLanes) {
+      micro_group<T, S, kMr, kNr, kGroup>(a, a_rows, packed_a, b, k, col, tile);
+    }
+    return;
+  }
+#endif
+  T acc[kMr][kNr] = {};
   for (int64_t kk = 0; kk < k; ++kk) {
-    alignas(64) T brow[kNr];
-    std::memcpy(brow, b + kk * kNr, sizeof brow);
     for (int r = 0; r < kMr; ++r) {
       const T av = packed_a ? a[a_rows[0] + kk * kMr + r] : a[a_rows[r] + kk];
-      fma_row(av, brow, acc[r]);
-      fma_row(av, brow + kHalf, acc[r] + kHalf);
+      for (int j = 0; j < kNr; ++j) {
+        if constexpr (std::is_floating_point_v<T>) acc[r][j] = std::fma(av, b[kk * kNr + j], acc[r][j]);
+        else acc[r][j] = sem::wrap_add(sem::wrap_mul(av, b[kk * kNr + j]), acc[r][j]);
+      }
     }
   }
-  std::memcpy(tile_raw, acc, sizeof acc);
+  std::memcpy(tile, acc, sizeof acc);
 }
 
 // ---- the table -------------------------------------------------------------------------
