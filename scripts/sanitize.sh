@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The tests under sanitizers (CI runs this after scripts/test.sh):
 #   ASan + UBSan: every gtest suite;
-#   TSan: the suites that exercise threads (caches, executor, tensors shared with mark_step),
-#         and the side-by-side training threads 100 times.
+#   TSan: the suites that exercise threads (caches, executor, tensors shared with mark_step,
+#         tier 0 beside background compiles), and the side-by-side training threads 100 times
+#         on tier 0 and 20 times with background compiles (LAZYJIT_TIER=auto).
 # Usage: scripts/sanitize.sh [BUILD_DIR_PREFIX]   (default: build; makes PREFIX-asan, PREFIX-tsan)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,14 +21,18 @@ cmake --build "$prefix-asan"
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir "$prefix-asan" --output-on-failure -j "$(nproc)" -E '^lit$'
 
-threaded=(lazyjit_api_test lazyjit_codegen_test lazyjit_runtime_test lazyjit_step_test)
+threaded=(lazyjit_api_test lazyjit_codegen_test lazyjit_runtime_test lazyjit_step_test lazyjit_tier_test)
 configure "$prefix-tsan" "-fsanitize=thread"
 cmake --build "$prefix-tsan" --target "${threaded[@]}" lazyjit_hardening_test
 for suite in "${threaded[@]}"; do
   echo "== $suite under ThreadSanitizer"
-  TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/test/tsan.supp" "$prefix-tsan/test/$suite" --gtest_brief=1
+  # As ctest runs them: on tier 0 unless a test asks for another tier (tier_test does).
+  LAZYJIT_TIER=0 TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/test/tsan.supp" "$prefix-tsan/test/$suite" --gtest_brief=1
 done
 # Threads that train side by side, and the barrier lock, 100 times (issue 13).
 echo "== lazyjit_hardening_test ThreadsTest.* x100 under ThreadSanitizer"
-TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/test/tsan.supp" "$prefix-tsan/test/lazyjit_hardening_test" \
+LAZYJIT_TIER=0 TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/test/tsan.supp" "$prefix-tsan/test/lazyjit_hardening_test" \
   --gtest_brief=1 --gtest_filter='ThreadsTest.*' --gtest_repeat=100
+echo "== lazyjit_hardening_test ThreadsTest.* x20 with background compiles under ThreadSanitizer"
+LAZYJIT_TIER=auto TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/test/tsan.supp" "$prefix-tsan/test/lazyjit_hardening_test" \
+  --gtest_brief=1 --gtest_filter='ThreadsTest.*' --gtest_repeat=20
