@@ -2,6 +2,9 @@
 // compile, and a graph runs the kernels other graphs compiled already. (That both tiers
 // compute the same values is the differential tests' business.)
 #include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
 #include <vector>
 
 #include <lazyjit/lazyjit.h>
@@ -123,6 +126,91 @@ TEST(TierTest, ARunOfOnlyCompiledKernelsSwitchesNothingAndQueuesNothing) {
   EXPECT_EQ(m.tier0_kernel_runs, 0);
   EXPECT_EQ(m.tier_switches, 0);
   EXPECT_EQ(m.cache_hits, 1);
+}
+
+}  // namespace
+}  // namespace lazyjit
+
+namespace lazyjit {
+namespace {
+
+/// Distance in units in the last place between two finite values of one float type.
+template <class T>
+int64_t ulps(T a, T b) {
+  using I = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+  auto ordered = [](T v) {
+    I i;
+    std::memcpy(&i, &v, sizeof v);
+    return i < 0 ? static_cast<int64_t>(std::numeric_limits<I>::min()) - static_cast<int64_t>(i) : static_cast<int64_t>(i);
+  };
+  return std::abs(ordered(a) - ordered(b));
+}
+
+template <class T>
+std::vector<T> on_tier(Tier tier, const std::function<Tensor()>& f) {
+  tests::ScopedTier scoped(tier);
+  return f().template to_vector<T>();
+}
+
+/// docs/semantics.md, "Tiers": math functions may differ between the tiers in their last
+/// bits (compiled loops call libm for some elements, libmvec for others; tier 0 libmvec for
+/// all), by at most kMathUlps; everything else elementwise is bit for bit (differential tests).
+constexpr int64_t kMathUlps = 4;
+
+template <class T>
+void expect_math_within_ulps() {
+  const DType dtype = std::is_same_v<T, float> ? DType::Float32 : DType::Float64;
+  // A whole tensor, and rows of 3 and 15 in a row kernel (its inner loops are remainders,
+  // where compiled code calls libm).
+  std::vector<T> values(4111 * 15);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<T>(-6.0 + 12.0 * static_cast<double>(i % 4111) / 4110.0);
+  const Tensor flat = Tensor::from_vector<T>(values, {static_cast<int64_t>(values.size())});
+  const Tensor rows3 = reshape(slice(flat, 0, 0, 4110 * 3), {4110, 3});
+  const Tensor rows15 = reshape(flat, {4111, 15});
+  using Op = std::function<Tensor(const Tensor&)>;
+  auto everywhere = [&](Op op) -> std::function<Tensor()> {
+    return [=] {
+      return cat({op(flat), reshape(op(rows3 - amax(rows3, {1}, true)), {-1}),
+                  reshape(op(rows15 - amax(rows15, {1}, true)), {-1})}, 0);
+    };
+  };
+  const std::pair<const char*, std::function<Tensor()>> ops[] = {
+      {"exp", everywhere([](const Tensor& x) { return exp(x); })},
+      {"log", everywhere([](const Tensor& x) { return log(abs(x) + 0.01); })},
+      {"sin", everywhere([](const Tensor& x) { return sin(x); })},
+      {"cos", everywhere([](const Tensor& x) { return cos(x); })},
+      {"tanh", everywhere([](const Tensor& x) { return tanh(x); })},
+      {"sigmoid", everywhere([](const Tensor& x) { return sigmoid(x); })},
+      {"gelu", everywhere([](const Tensor& x) { return gelu(x); })},
+      {"pow", everywhere([](const Tensor& x) { return pow(abs(x) + 0.01, x * 0.5); })},
+  };
+  for (const auto& [name, f] : ops) {
+    const std::vector<T> a = on_tier<T>(Tier::Compile, f), b = on_tier<T>(Tier::Interpret, f);
+    int64_t worst = 0;
+    for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, ulps(a[i], b[i]));
+    EXPECT_LE(worst, kMathUlps) << name << " " << dtype_name(dtype);
+  }
+}
+
+TEST(TierTest, MathFunctionsDifferBetweenTiersByAFewUlpsAtMost) {
+  expect_math_within_ulps<float>();
+  expect_math_within_ulps<double>();
+}
+
+/// Float sums: the tiers add a row's elements in different orders (compiled code as LLVM's
+/// vectoriser splits it into lanes, tier 0 in kFoldLanes lanes per block); each is within
+/// the usual bound of a reordered sum, n * eps * sum |x|.
+TEST(TierTest, FloatSumsDifferBetweenTiersWithinTheReorderingBound) {
+  std::vector<float> values(64 * 1000);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = std::sin(0.37f * static_cast<float>(i)) * 100.0f;
+  const Tensor x = Tensor::from_vector<float>(values, {64, 1000});
+  const auto f = [&] { return sum(x, {1}); };
+  const std::vector<float> a = on_tier<float>(Tier::Compile, f), b = on_tier<float>(Tier::Interpret, f);
+  for (int64_t r = 0; r < 64; ++r) {
+    double magnitude = 0;
+    for (int64_t c = 0; c < 1000; ++c) magnitude += std::fabs(values[r * 1000 + c]);
+    EXPECT_LE(std::fabs(static_cast<double>(a[r]) - b[r]), 1000 * 0x1p-24 * magnitude) << "row " << r;
+  }
 }
 
 }  // namespace
