@@ -142,6 +142,8 @@ void configure_peers() {
 
 int main(int argc, char** argv) {
   setenv("LAZYJIT_NUM_THREADS", std::to_string(bench::kHandThreads).c_str(), /*overwrite=*/0);
+  // A first_steps row re-runs this binary to time a user's first steps in a fresh process.
+  if (const char* spec = std::getenv(bench::kFirstStepsEnv)) return bench::first_steps_child(spec);
 #ifdef LAZYJIT_BENCH_HAVE_TORCH
   // A compile_time_*_torch_* row re-runs this binary to time a first step in a fresh process.
   if (const char* spec = std::getenv(bench::kColdStepEnv)) return bench::torch_cold_step(spec);

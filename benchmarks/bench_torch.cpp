@@ -36,7 +36,7 @@ namespace bench {
 void torch_setup() {
   torch::set_num_threads(kHandThreads);
   torch::lazy::InitTorchScriptBackend();
-  if (std::getenv(kColdStepEnv)) return;  // a compile_time child: its stdout is the result
+  if (std::getenv(kColdStepEnv) || std::getenv(kFirstStepsEnv)) return;  // a child: its stdout is the result
   const char* capability = std::getenv("ATEN_CPU_CAPABILITY");
   std::printf("PyTorch %s: %d threads; ATEN_CPU_CAPABILITY=%s; Lazy Tensor Core on the TorchScript backend\n",
               TORCH_VERSION, torch::get_num_threads(), capability ? capability : "(unset: the best the CPU has)");
@@ -259,7 +259,16 @@ std::function<void()> compile_step(const std::string& workload, const torch::Dev
   if (workload == "mlp_train_step") return [mlp = std::make_shared<TorchMlp>(device)] { mlp->step(); };
   if (workload == "gpt_train_step") return [gpt = std::make_shared<TorchGpt>(device)] { gpt->step(); };
   std::function<torch::Tensor(const torch::Tensor&)> f;
-  if (workload == "ew_simple") f = [](const torch::Tensor& x) { return torch::relu(x * 1.5 + 0.25) * 0.5 + x; };
+  if (workload == "ew_simple" || workload == "ew_simple_64k") {
+    f = [](const torch::Tensor& x) { return torch::relu(x * 1.5 + 0.25) * 0.5 + x; };
+  }
+  if (workload == "ew_simple_64k") {  // over 2^16 elements, the result read as a user would
+    return [f, device, x = tensor(bench::ew::input(1 << 16), {1 << 16}, device)] {
+      const torch::Tensor y = f(x);
+      mark_step(device);
+      (void)y.cpu();
+    };
+  }
   if (workload == "softmax") f = [](const torch::Tensor& x) { return torch::softmax(x, -1); };
   if (workload == "matmul") f = [](const torch::Tensor& x) { return torch::matmul(x, x); };
   if (!f) throw std::invalid_argument("no compile_time step " + workload);
@@ -393,6 +402,19 @@ int torch_cold_step(const std::string& spec) {
     std::nth_element(steady.begin(), steady.begin() + kSteadySteps / 2, steady.end());
     const double median = steady[kSteadySteps / 2];
     std::printf("%.9g %.9g %.9g\n", cold, median, settle - kSettleSteps * median);
+    return 0;
+  } catch (const std::exception& e) {
+    std::printf("%s\n", e.what());
+    return 1;
+  }
+}
+
+int torch_first_steps(const std::string& peer, const std::string& workload, int steps) {
+  try {
+    torch_setup();
+    const std::function<void()> step = compile_step(workload, peer == "eager" ? kEager : kLazy);
+    for (int i = 0; i < steps; ++i) std::printf("%.9g ", seconds(step));
+    std::printf("\n");
     return 0;
   } catch (const std::exception& e) {
     std::printf("%s\n", e.what());
