@@ -142,6 +142,8 @@ void configure_peers() {
 
 int main(int argc, char** argv) {
   setenv("LAZYJIT_NUM_THREADS", std::to_string(bench::kHandThreads).c_str(), /*overwrite=*/0);
+  // Rows time steady steps: compiled code from the first (first_steps rows set their own tier).
+  setenv("LAZYJIT_TIER", "1", /*overwrite=*/0);
   // A first_steps row re-runs this binary to time a user's first steps in a fresh process.
   if (const char* spec = std::getenv(bench::kFirstStepsEnv)) return bench::first_steps_child(spec);
 #ifdef LAZYJIT_BENCH_HAVE_TORCH

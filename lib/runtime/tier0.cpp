@@ -652,9 +652,27 @@ class Runner {
     }
     affine_[id] = false;
     set_ready(id);
+    auto* o = reinterpret_cast<int64_t*>(block(id));
+    if ((op == kir::IndexOp::Div || op == kir::IndexOp::Rem) && affine(x) && loop_->form[y] == Form::Uniform &&
+        f_.index(y) > 0 && f_.index(x) >= 0 && stride(x) >= 0) {
+      // An affine dividend crossing multiples of the divisor: quotient and remainder stepped
+      // lane by lane, no division per lane.
+      const int64_t d = f_.index(y), step = stride(x), step_q = step / d, step_r = step % d;
+      int64_t q = f_.index(x) / d, r = f_.index(x) % d;
+      const bool quotient = op == kir::IndexOp::Div;
+      for (int64_t i = 0; i < n; ++i) {
+        o[i] = quotient ? q : r;
+        q += step_q;
+        r += step_r;
+        if (r >= d) {
+          r -= d;
+          ++q;
+        }
+      }
+      return;
+    }
     const auto* a = reinterpret_cast<const int64_t*>(lanes(x, n));
     const auto* b = reinterpret_cast<const int64_t*>(lanes(y, n));
-    auto* o = reinterpret_cast<int64_t*>(block(id));
     switch (op) {
       case kir::IndexOp::Add: for (int64_t i = 0; i < n; ++i) o[i] = static_cast<int64_t>(uint64_t(a[i]) + uint64_t(b[i])); break;
       case kir::IndexOp::Sub: for (int64_t i = 0; i < n; ++i) o[i] = static_cast<int64_t>(uint64_t(a[i]) - uint64_t(b[i])); break;
@@ -663,8 +681,37 @@ class Runner {
       case kir::IndexOp::Max: for (int64_t i = 0; i < n; ++i) o[i] = std::max(a[i], b[i]); break;
       case kir::IndexOp::Div:
       case kir::IndexOp::Rem:
-        for (int64_t i = 0; i < n; ++i) o[i] = index_op(op, a[i], b[i]);
+        if (loop_->form[y] == Form::Uniform && f_.index(y) > 0 && f_.index(y) < (int64_t{1} << 52)) {
+          divide_by(a, f_.index(y), op == kir::IndexOp::Div, o, n);
+        } else {
+          for (int64_t i = 0; i < n; ++i) o[i] = index_op(op, a[i], b[i]);
+        }
         break;
+    }
+  }
+
+  /// o[i] = a[i] / d or a[i] % d (unsigned, as kir::IndexOp) for 0 < d < 2^52: a quotient
+  /// estimated in double precision (off by a few at most where a[i] < 2^52), then corrected;
+  /// a hardware division per lane costs several times more.
+  static void divide_by(const int64_t* a, int64_t d, bool quotient, int64_t* o, int64_t n) {
+    const double inverse = 1.0 / static_cast<double>(d);
+    for (int64_t i = 0; i < n; ++i) {
+      const uint64_t x = static_cast<uint64_t>(a[i]);
+      if (x >= (uint64_t{1} << 52)) {
+        o[i] = static_cast<int64_t>(quotient ? x / static_cast<uint64_t>(d) : x % static_cast<uint64_t>(d));
+        continue;
+      }
+      int64_t q = static_cast<int64_t>(static_cast<double>(x) * inverse);
+      int64_t r = static_cast<int64_t>(x) - q * d;
+      while (r < 0) {
+        --q;
+        r += d;
+      }
+      while (r >= d) {
+        ++q;
+        r -= d;
+      }
+      o[i] = quotient ? q : r;
     }
   }
 
