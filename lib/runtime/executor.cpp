@@ -10,7 +10,33 @@
 #include "tbb/partitioner.h"
 #include "tbb/task_arena.h"
 
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+#endif
+
 namespace lazyjit::runtime {
+namespace {
+
+// Debian's oneTBB is not built with ThreadSanitizer, so the hand-offs between a launch and
+// its chunks are invisible to it; tell it of them (the chunk of a worker happens after the
+// launch, and the caller's return after every chunk). Compiled kernels are not instrumented,
+// tier 0's are: without these, each result read after a parallel launch looks like a race.
+void launch_released(const void* token) {
+#if defined(__SANITIZE_THREAD__)
+  __tsan_release(const_cast<void*>(token));
+#else
+  (void)token;
+#endif
+}
+void launch_acquired(const void* token) {
+#if defined(__SANITIZE_THREAD__)
+  __tsan_acquire(const_cast<void*>(token));
+#else
+  (void)token;
+#endif
+}
+
+}  // namespace
 
 struct Executor::Arena {
   // Started now, so that the first graph's first launch does not start the worker threads.
@@ -41,17 +67,21 @@ int32_t Executor::split(const Body& body, int64_t n, int64_t work) const {
   // inline limit's work, so a medium tensor does not wake every thread.
   const int64_t grain = std::max<int64_t>((kInlineLimit / 2 + work - 1) / work, (n + num_threads_ - 1) / num_threads_);
   std::atomic<int32_t> status{0};  // the first failed chunk's
+  launch_released(&status);
   arena_->arena.execute([&] {
     tbb::parallel_for(
         tbb::blocked_range<int64_t>(0, n, grain),
         [&](const tbb::blocked_range<int64_t>& r) {
+          launch_acquired(&status);
           if (const int32_t s = body(r.begin(), r.end()); s != 0) {
             int32_t none = 0;
             status.compare_exchange_strong(none, s, std::memory_order_relaxed);
           }
+          launch_released(&status);
         },
         tbb::static_partitioner());
   });
+  launch_acquired(&status);
   return status.load(std::memory_order_relaxed);
 }
 
