@@ -1,0 +1,108 @@
+// Tier 0's prepared program: what Tier0Kernel's preparation (tier0.cpp) makes of a kernel's
+// kernel IR and its runner (tier0_runner.cpp) executes. Internal to lib/runtime.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "lowering/kir.h"
+#include "runtime/tier0.h"
+#include "runtime/tier0_blocks.h"
+
+namespace lazyjit::runtime::tier0 {
+
+using kir::Id;
+using kir::Stmt;
+
+/// A slot as a bit of the emitter's read and write masks; slots past 63 share the last bit.
+inline uint64_t bit(int slot) { return uint64_t{1} << std::min(slot, 63); }
+
+/// What a statement (or a loop's whole body) writes, as the emitter's slot masks.
+struct Writes {
+  uint64_t buffers = 0, locals = 0;
+  Writes& operator|=(const Writes& w) {
+    buffers |= w.buffers;
+    locals |= w.locals;
+    return *this;
+  }
+};
+
+/// How a value of an innermost loop is held while a block runs.
+enum class Form : uint8_t {
+  Uniform,  ///< the same for the whole loop entry: in regs (and a broadcast block if a block reads it)
+  Index,    ///< index arithmetic of the variable: per block either affine (base in regs + stride *
+            ///< lane, materialised in its block only if a block reads it) or, where it is not
+            ///< (a clamp that binds, a division that crosses a multiple), one value per lane
+  Block,    ///< one value per lane, in a block
+};
+
+/// One innermost loop run a block at a time.
+struct BlockLoop {
+  Id var = kir::kNone;      ///< the loop variable's expression, if used
+  int64_t block = 0;        ///< iterations per block
+  std::vector<Form> form;   ///< per expression the loop uses
+  std::vector<int> slot;    ///< per expression: its block in the scratch, or -1
+  int slots = 0;
+  std::vector<Id> entry;    ///< loop invariants the loop uses, evaluated at its entry
+  struct Statement {
+    const Stmt* stmt;
+    std::vector<Id> compute;  ///< values of the block first needed here, in order
+  };
+  std::vector<Statement> body;
+};
+
+/// A statement prepared for the outer (one-iteration-at-a-time) levels.
+struct Step {
+  const Stmt* stmt = nullptr;
+  std::vector<Id> pre;      ///< expressions evaluated just before it
+  Id var = kir::kNone;      ///< For: its variable's expression, if used
+  std::vector<Id> hoisted;  ///< For: evaluated at the start of each iteration
+  std::vector<Step> body;   ///< For, run an iteration at a time
+  int block_loop = -1;      ///< For, run a block at a time: its BlockLoop
+};
+
+}  // namespace lazyjit::runtime::tier0
+
+namespace lazyjit::runtime {
+
+/// A kernel prepared for tier 0 (tier0.cpp makes it, tier0_runner.cpp runs it).
+struct Tier0Kernel::Program {
+  using Id = kir::Id;
+  using Stmt = kir::Stmt;
+  using BlockLoop = tier0::BlockLoop;
+  using Step = tier0::Step;
+  using Writes = tier0::Writes;
+
+  kir::Kernel k;
+  const tier0::BlockTable* table = nullptr;
+  std::vector<int> level;  // per expr: depth of the innermost loop whose variable it uses
+  std::vector<uint64_t> buffers_read, locals_read;
+  std::vector<bool> is_static;     // constants, dims, scalars, begin, end: set once per call
+  std::vector<Id> statics;
+  std::vector<int64_t> local_offset;  // per local: byte offset in the locals area
+  int64_t locals_bytes = 0;
+  int max_blocks = 0;              // block slots of the largest block loop
+  std::vector<BlockLoop> loops;
+  std::vector<Id> root_hoisted;
+  std::vector<Step> root;
+  std::vector<tier0::BlockFn> fn;  // per Op expression: its block function
+
+  // Preparation (tier0.cpp).
+  void analyse();
+  std::vector<Id> closure(const std::vector<Id>& uses, const std::vector<bool>& have) const;
+  std::vector<Step> schedule(const std::vector<Stmt>& stmts, int depth, std::vector<bool>& computed);
+  int build_block_loop(const Stmt& loop, int depth, const std::vector<bool>& computed);
+  void forget(std::vector<bool>& computed, const Writes& w) const {
+    for (size_t e = 0; e < computed.size(); ++e) {
+      if (computed[e] && ((buffers_read[e] & w.buffers) != 0 || (locals_read[e] & w.locals) != 0)) computed[e] = false;
+    }
+  }
+  bool memory(Id e) const { return buffers_read[e] != 0 || locals_read[e] != 0; }
+};
+
+/// Runs iterations [begin, end) of `program` over a bound frame (Tier0Kernel::run).
+int32_t run_program(const Tier0Kernel::Program& program, void* const* args, const int64_t* dims, int64_t begin,
+                    int64_t end);
+
+}  // namespace lazyjit::runtime

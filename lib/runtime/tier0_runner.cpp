@@ -1,0 +1,549 @@
+// Tier 0: the block interpreter that runs a prepared kernel (tier0_program.h).
+#include <algorithm>
+#include <cstring>
+#include <optional>
+
+#include "lowering/internal_error.h"
+#include "runtime/tier0_program.h"
+
+namespace lazyjit::runtime {
+
+using kir::Expr;
+using kir::ExprKind;
+using kir::Id;
+using kir::Stmt;
+using lowering::internal_error;
+using tier0::bit;
+using tier0::BlockLoop;
+using tier0::Form;
+using tier0::Step;
+using tier0::Writes;
+using Program = Tier0Kernel::Program;
+
+namespace {
+
+/// One call's state: scalar registers, locals, blocks.
+struct Frame {
+  const Program& p;
+  void* const* args;
+  const int64_t* dims;
+  uint64_t* regs;
+  std::byte* locals;
+  std::byte* blocks;  // max_blocks blocks of kBlock 8-byte lanes
+
+  void* reg(Id e) const { return &regs[e]; }
+  int64_t index(Id e) const { return static_cast<int64_t>(regs[e]); }
+  std::byte* buffer(int slot) const { return static_cast<std::byte*>(args[slot]); }
+  std::byte* local(int slot) const { return locals + p.local_offset[slot]; }
+};
+
+int64_t index_op(kir::IndexOp op, int64_t a, int64_t b) {
+  const auto ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
+  switch (op) {
+    case kir::IndexOp::Add: return static_cast<int64_t>(ua + ub);
+    case kir::IndexOp::Sub: return static_cast<int64_t>(ua - ub);
+    case kir::IndexOp::Mul: return static_cast<int64_t>(ua * ub);
+    case kir::IndexOp::Div: return ub == 0 ? 0 : static_cast<int64_t>(ua / ub);
+    case kir::IndexOp::Rem: return ub == 0 ? 0 : static_cast<int64_t>(ua % ub);
+    case kir::IndexOp::Min: return std::min(a, b);
+    case kir::IndexOp::Max: return std::max(a, b);
+  }
+  return 0;
+}
+
+/// Copies `n` elements of `size` bytes; bool values are read as 0 or 1.
+void copy_elements(std::byte* out, const std::byte* in, int64_t n, int64_t size, bool boolean) {
+  std::memcpy(out, in, static_cast<size_t>(n * size));
+  if (boolean) {
+    for (int64_t i = 0; i < n; ++i) out[i] = std::byte{out[i] != std::byte{0}};
+  }
+}
+
+template <class T>
+void gather(T* out, const T* in, const int64_t* offsets, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = in[offsets[i]];
+}
+template <class T>
+void strided(T* out, const T* in, int64_t base, int64_t stride, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = in[base + stride * i];
+}
+template <class T>
+void scatter(T* out, const T* in, const int64_t* offsets, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[offsets[i]] = in[i];
+}
+template <class T>
+void scatter_strided(T* out, const T* in, int64_t base, int64_t stride, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[base + stride * i] = in[i];
+}
+
+/// Dispatches on an element size of 1, 4 or 8 bytes.
+template <template <class> class F, class... A>
+void by_size(int64_t size, A... a) {
+  if (size == 1) F<uint8_t>{}(a...);
+  else if (size == 4) F<uint32_t>{}(a...);
+  else F<uint64_t>{}(a...);
+}
+template <class T> struct Gather {
+  void operator()(std::byte* out, const std::byte* in, const int64_t* offsets, int64_t n) const {
+    gather(reinterpret_cast<T*>(out), reinterpret_cast<const T*>(in), offsets, n);
+  }
+};
+template <class T> struct Strided {
+  void operator()(std::byte* out, const std::byte* in, int64_t base, int64_t stride, int64_t n) const {
+    strided(reinterpret_cast<T*>(out), reinterpret_cast<const T*>(in), base, stride, n);
+  }
+};
+template <class T> struct Scatter {
+  void operator()(std::byte* out, const std::byte* in, const int64_t* offsets, int64_t n) const {
+    scatter(reinterpret_cast<T*>(out), reinterpret_cast<const T*>(in), offsets, n);
+  }
+};
+template <class T> struct ScatterStrided {
+  void operator()(std::byte* out, const std::byte* in, int64_t base, int64_t stride, int64_t n) const {
+    scatter_strided(reinterpret_cast<T*>(out), reinterpret_cast<const T*>(in), base, stride, n);
+  }
+};
+template <class T> struct Broadcast {
+  void operator()(std::byte* out, const void* value, int64_t n) const {
+    T v;
+    std::memcpy(&v, value, sizeof v);
+    T* o = reinterpret_cast<T*>(out);
+    for (int64_t i = 0; i < n; ++i) o[i] = v;
+  }
+};
+
+class Runner {
+ public:
+  explicit Runner(Frame& f)
+      : f_(f), p_(f.p), k_(f.p.k), ready_(k_.exprs.size()), affine_(k_.exprs.size()), stride_(k_.exprs.size()) {}
+
+  /// One expression's scalar value into its register.
+  void eval(Id id) {
+    const Expr& e = k_.exprs[id];
+    switch (e.kind) {
+      case ExprKind::Load: {
+        const int64_t size = dtype_size(e.dtype);
+        copy_elements(reinterpret_cast<std::byte*>(f_.reg(id)), f_.buffer(e.slot) + f_.index(e.operands[0]) * size, 1,
+                      size, e.dtype == DType::Bool);
+        return;
+      }
+      case ExprKind::Local: {
+        const int64_t size = dtype_size(e.dtype);
+        const int64_t at = e.operands.empty() ? 0 : f_.index(e.operands[0]);
+        std::memcpy(f_.reg(id), f_.local(e.slot) + at * size, static_cast<size_t>(size));
+        return;
+      }
+      case ExprKind::Index:
+        f_.regs[id] = static_cast<uint64_t>(index_op(static_cast<kir::IndexOp>(e.op), f_.index(e.operands[0]),
+                                                     f_.index(e.operands[1])));
+        return;
+      case ExprKind::Op: {
+        const void* operands[3] = {};
+        for (size_t i = 0; i < e.operands.size(); ++i) operands[i] = f_.reg(e.operands[i]);
+        p_.fn[id](operands, f_.reg(id), 1);
+        return;
+      }
+      case ExprKind::Random: {
+        const int64_t counter = f_.index(e.operands[1]);
+        p_.table->random[e.op == static_cast<uint8_t>(ir::OpKind::Randn)][e.dtype == DType::Float64](
+            f_.regs[e.operands[0]], &counter, f_.reg(id), 1);
+        return;
+      }
+      default: internal_error("tier 0 met an expression it evaluates only once per call");
+    }
+  }
+
+  void eval_all(const std::vector<Id>& ids) {
+    for (Id e : ids) eval(e);
+  }
+
+  int32_t steps(const std::vector<Step>& steps) {
+    for (const Step& step : steps) {
+      eval_all(step.pre);
+      if (const int32_t status = run(step); status != 0) return status;
+    }
+    return 0;
+  }
+
+  int32_t run(const Step& step) {
+    const Stmt& s = *step.stmt;
+    switch (s.kind) {
+      case Stmt::Kind::For: {
+        const int64_t lo = f_.index(s.lo), hi = f_.index(s.hi);
+        if (step.block_loop >= 0) return block_loop(p_.loops[step.block_loop], lo, hi);
+        for (int64_t i = lo; i < hi; ++i) {
+          if (step.var != kir::kNone) f_.regs[step.var] = static_cast<uint64_t>(i);
+          eval_all(step.hoisted);
+          if (const int32_t status = steps(step.body); status != 0) return status;
+        }
+        return 0;
+      }
+      case Stmt::Kind::Store:
+        for (size_t i = 0; i < s.values.size(); ++i) {
+          const int64_t size = dtype_size(k_.buffers[s.buffers[i]].dtype);
+          std::memcpy(f_.buffer(s.buffers[i]) + f_.index(s.offsets[i]) * size, f_.reg(s.values[i]),
+                      static_cast<size_t>(size));
+        }
+        return 0;
+      case Stmt::Kind::Assign:
+      case Stmt::Kind::Fold: {
+        const DType dtype = k_.locals[s.slot].dtype;
+        const int64_t size = dtype_size(dtype);
+        std::byte* at = f_.local(s.slot) + (s.offsets.empty() ? 0 : f_.index(s.offsets[0]) * size);
+        if (s.kind == Stmt::Kind::Assign) std::memcpy(at, f_.reg(s.values[0]), static_cast<size_t>(size));
+        else fold(s.op, dtype)(f_.reg(s.values[0]), 1, at);
+        return 0;
+      }
+      case Stmt::Kind::Check:
+        if (f_.regs[s.values[0]] & 0xff) return 0;
+        fail(s, f_.index(s.values[1]));
+        return s.code;
+      case Stmt::Kind::Matmul: {
+        const kir::MicroKernel& m = s.micro;
+        int64_t rows[6] = {};
+        for (size_t r = 0; r < m.a_rows.size() && r < 6; ++r) rows[r] = f_.index(m.a_rows[r]);
+        p_.table->matmul[static_cast<int>(k_.buffers[m.b].dtype)](f_.buffer(m.a), rows, m.packed_a, f_.buffer(m.b),
+                                                                   f_.index(m.b_base), f_.index(m.k), f_.local(m.tile));
+        return 0;
+      }
+    }
+    return 0;
+  }
+
+ private:
+  tier0::FoldFn fold(ir::OpKind op, DType dtype) const {
+    const int which = op == ir::OpKind::Add ? 0 : op == ir::OpKind::Maximum ? 1 : 2;
+    return p_.table->fold[which][static_cast<int>(dtype)];
+  }
+
+  void fail(const Stmt& check, int64_t offending) {
+    __atomic_store_n(reinterpret_cast<int64_t*>(f_.buffer(check.slot)), offending, __ATOMIC_RELAXED);
+  }
+
+  /// Expression `e`'s block in the running block loop.
+  std::byte* block(Id e) const {
+    return f_.blocks + static_cast<size_t>(loop_->slot[e]) * Tier0Kernel::kBlock * 8;
+  }
+
+  /// `e` as an array of the block's n lanes: Uniform values broadcast (once per loop entry),
+  /// affine Index values materialised (once per block).
+  const std::byte* lanes(Id e, int64_t n) {
+    std::byte* out = block(e);
+    if (ready(e)) return out;
+    set_ready(e);
+    if (loop_->form[e] == Form::Uniform) {
+      by_size<Broadcast>(dtype_size(k_.exprs[e].dtype), out, static_cast<const void*>(f_.reg(e)), width_);
+    } else {  // an affine Index value (the others are computed into their blocks)
+      auto* o = reinterpret_cast<int64_t*>(out);
+      const int64_t base = f_.index(e), stride = stride_[e];
+      for (int64_t i = 0; i < n; ++i) o[i] = base + stride * i;
+    }
+    return out;
+  }
+
+  /// An Index expression over a block: affine when its operands are and its op keeps them so
+  /// over these n lanes, else computed lane by lane.
+  void compute_index(Id id, const Expr& e, int64_t n) {
+    const Id x = e.operands[0], y = e.operands[1];
+    auto affine = [&](Id o) { return loop_->form[o] == Form::Uniform || affine_[o]; };
+    auto stride = [&](Id o) { return loop_->form[o] == Form::Uniform ? int64_t{0} : stride_[o]; };
+    const auto op = static_cast<kir::IndexOp>(e.op);
+    if (affine(x) && affine(y)) {
+      const int64_t bx = f_.index(x), by = f_.index(y), sx = stride(x), sy = stride(y);
+      const int64_t last_x = bx + sx * (n - 1), last_y = by + sy * (n - 1);
+      std::optional<int64_t> s;
+      switch (op) {
+        case kir::IndexOp::Add: s = sx + sy; break;
+        case kir::IndexOp::Sub: s = sx - sy; break;
+        case kir::IndexOp::Mul:
+          if (sy == 0) s = sx * by;
+          else if (sx == 0) s = sy * bx;
+          break;
+        case kir::IndexOp::Min:
+        case kir::IndexOp::Max: {
+          // One side wins on every lane of the block (both are monotonic in the lane).
+          const bool lo = op == kir::IndexOp::Min;
+          auto wins = [&](int64_t a0, int64_t a1, int64_t b0, int64_t b1) {
+            return lo ? (a0 <= b0 && a1 <= b1) : (a0 >= b0 && a1 >= b1);
+          };
+          if (wins(bx, last_x, by, last_y)) s = sx;
+          else if (wins(by, last_y, bx, last_x)) s = sy;
+          break;
+        }
+        case kir::IndexOp::Div:
+        case kir::IndexOp::Rem:
+          // Constant divisor; the lanes stay within one multiple of it (or move by whole ones).
+          if (sy == 0 && by > 0 && bx >= 0 && sx >= 0 && last_x >= 0) {
+            if (sx % by == 0) s = op == kir::IndexOp::Div ? sx / by : 0;
+            else if (bx / by == last_x / by) s = op == kir::IndexOp::Div ? 0 : sx;
+          }
+          break;
+      }
+      if (s) {
+        eval(id);  // the base: lane 0's value
+        ready_[id] = 0;
+        affine_[id] = true;
+        stride_[id] = *s;
+        return;
+      }
+    }
+    affine_[id] = false;
+    set_ready(id);
+    auto* o = reinterpret_cast<int64_t*>(block(id));
+    if ((op == kir::IndexOp::Div || op == kir::IndexOp::Rem) && affine(x) && loop_->form[y] == Form::Uniform &&
+        f_.index(y) > 0 && f_.index(x) >= 0 && stride(x) >= 0) {
+      // An affine dividend crossing multiples of the divisor: quotient and remainder stepped
+      // lane by lane, no division per lane.
+      const int64_t d = f_.index(y), step = stride(x), step_q = step / d, step_r = step % d;
+      int64_t q = f_.index(x) / d, r = f_.index(x) % d;
+      const bool quotient = op == kir::IndexOp::Div;
+      for (int64_t i = 0; i < n; ++i) {
+        o[i] = quotient ? q : r;
+        q += step_q;
+        r += step_r;
+        if (r >= d) {
+          r -= d;
+          ++q;
+        }
+      }
+      return;
+    }
+    const auto* a = reinterpret_cast<const int64_t*>(lanes(x, n));
+    const auto* b = reinterpret_cast<const int64_t*>(lanes(y, n));
+    switch (op) {
+      case kir::IndexOp::Add: for (int64_t i = 0; i < n; ++i) o[i] = static_cast<int64_t>(uint64_t(a[i]) + uint64_t(b[i])); break;
+      case kir::IndexOp::Sub: for (int64_t i = 0; i < n; ++i) o[i] = static_cast<int64_t>(uint64_t(a[i]) - uint64_t(b[i])); break;
+      case kir::IndexOp::Mul: for (int64_t i = 0; i < n; ++i) o[i] = static_cast<int64_t>(uint64_t(a[i]) * uint64_t(b[i])); break;
+      case kir::IndexOp::Min: for (int64_t i = 0; i < n; ++i) o[i] = std::min(a[i], b[i]); break;
+      case kir::IndexOp::Max: for (int64_t i = 0; i < n; ++i) o[i] = std::max(a[i], b[i]); break;
+      case kir::IndexOp::Div:
+      case kir::IndexOp::Rem:
+        if (loop_->form[y] == Form::Uniform && f_.index(y) > 0 && f_.index(y) < (int64_t{1} << 52)) {
+          divide_by(a, f_.index(y), op == kir::IndexOp::Div, o, n);
+        } else {
+          for (int64_t i = 0; i < n; ++i) o[i] = index_op(op, a[i], b[i]);
+        }
+        break;
+    }
+  }
+
+  /// o[i] = a[i] / d or a[i] % d (unsigned, as kir::IndexOp) for 0 < d < 2^52: a quotient
+  /// estimated in double precision (off by a few at most where a[i] < 2^52), then corrected;
+  /// a hardware division per lane costs several times more.
+  static void divide_by(const int64_t* a, int64_t d, bool quotient, int64_t* o, int64_t n) {
+    const double inverse = 1.0 / static_cast<double>(d);
+    for (int64_t i = 0; i < n; ++i) {
+      const uint64_t x = static_cast<uint64_t>(a[i]);
+      if (x >= (uint64_t{1} << 52)) {
+        o[i] = static_cast<int64_t>(quotient ? x / static_cast<uint64_t>(d) : x % static_cast<uint64_t>(d));
+        continue;
+      }
+      int64_t q = static_cast<int64_t>(static_cast<double>(x) * inverse);
+      int64_t r = static_cast<int64_t>(x) - q * d;
+      while (r < 0) {
+        --q;
+        r += d;
+      }
+      while (r >= d) {
+        ++q;
+        r -= d;
+      }
+      o[i] = quotient ? q : r;
+    }
+  }
+
+  /// Whether offset `o` is affine over this block (else its lanes are in its block).
+  bool affine_offset(Id o) const { return loop_->form[o] == Form::Uniform || affine_[o]; }
+  int64_t offset_stride(Id o) const { return loop_->form[o] == Form::Uniform ? 0 : stride_[o]; }
+
+  /// Computes block value `id` over n lanes.
+  void compute(Id id, int64_t n) {
+    const Expr& e = k_.exprs[id];
+    if (e.kind == ExprKind::Index) {
+      compute_index(id, e, n);
+      return;
+    }
+    set_ready(id);
+    std::byte* out = block(id);
+    switch (e.kind) {
+      case ExprKind::Load:
+      case ExprKind::Local: {
+        const int64_t size = dtype_size(e.dtype);
+        const std::byte* base = e.kind == ExprKind::Load ? f_.buffer(e.slot) : f_.local(e.slot);
+        if (e.operands.empty()) {
+          by_size<Broadcast>(size, out, static_cast<const void*>(base), n);
+          return;
+        }
+        const Id o = e.operands[0];
+        if (!affine_offset(o)) {
+          by_size<Gather>(size, out, base, reinterpret_cast<const int64_t*>(lanes(o, n)), n);
+        } else if (offset_stride(o) == 1) {
+          std::memcpy(out, base + f_.index(o) * size, static_cast<size_t>(n * size));
+        } else if (offset_stride(o) == 0) {
+          by_size<Broadcast>(size, out, static_cast<const void*>(base + f_.index(o) * size), n);
+        } else {
+          by_size<Strided>(size, out, base, f_.index(o), offset_stride(o), n);
+        }
+        if (e.kind == ExprKind::Load && e.dtype == DType::Bool) {
+          for (int64_t i = 0; i < n; ++i) out[i] = std::byte{out[i] != std::byte{0}};
+        }
+        return;
+      }
+      case ExprKind::Op: {
+        const void* operands[3] = {};
+        for (size_t i = 0; i < e.operands.size(); ++i) operands[i] = lanes(e.operands[i], n);
+        p_.fn[id](operands, out, n);
+        return;
+      }
+      case ExprKind::Random:
+        p_.table->random[e.op == static_cast<uint8_t>(ir::OpKind::Randn)][e.dtype == DType::Float64](
+            f_.regs[e.operands[0]], reinterpret_cast<const int64_t*>(lanes(e.operands[1], n)), out, n);
+        return;
+      default: internal_error("tier 0 met a block expression it does not know");
+    }
+  }
+
+  /// Writes n lanes of `value` at `offset` (one element: the last lane's value, as in order).
+  void write(std::byte* base, DType dtype, Id offset, Id value, int64_t n) {
+    const int64_t size = dtype_size(dtype);
+    const std::byte* in = lanes(value, n);
+    if (!affine_offset(offset)) {
+      by_size<Scatter>(size, base, in, reinterpret_cast<const int64_t*>(lanes(offset, n)), n);
+    } else if (offset_stride(offset) == 1) {
+      std::memcpy(base + f_.index(offset) * size, in, static_cast<size_t>(n * size));
+    } else if (offset_stride(offset) == 0) {
+      std::memcpy(base + f_.index(offset) * size, in + (n - 1) * size, static_cast<size_t>(size));
+    } else {
+      by_size<ScatterStrided>(size, base, in, f_.index(offset), offset_stride(offset), n);
+    }
+  }
+
+  int32_t block_loop(const BlockLoop& loop, int64_t lo, int64_t hi) {
+    if (lo >= hi) return 0;
+    loop_ = &loop;
+    eval_all(loop.entry);
+    width_ = std::min(loop.block, hi - lo);
+    entry_epoch_ = ++clock_;  // broadcasts are filled on first use
+    for (int64_t start = lo; start < hi; start += loop.block) {
+      const int64_t n = std::min(loop.block, hi - start);
+      block_epoch_ = ++clock_;
+      if (loop.var != kir::kNone) {
+        f_.regs[loop.var] = static_cast<uint64_t>(start);
+        affine_[loop.var] = true;
+        stride_[loop.var] = 1;
+      }
+      for (const BlockLoop::Statement& statement : loop.body) {
+        for (Id e : statement.compute) compute(e, n);
+        if (const int32_t status = block_statement(*statement.stmt, n); status != 0) return status;
+      }
+    }
+    return 0;
+  }
+
+  int32_t block_statement(const Stmt& s, int64_t n) {
+    switch (s.kind) {
+      case Stmt::Kind::Store:
+        for (size_t i = 0; i < s.values.size(); ++i) {
+          write(f_.buffer(s.buffers[i]), k_.buffers[s.buffers[i]].dtype, s.offsets[i], s.values[i], n);
+        }
+        return 0;
+      case Stmt::Kind::Assign:
+      case Stmt::Kind::Fold: {
+        const DType dtype = k_.locals[s.slot].dtype;
+        const int64_t size = dtype_size(dtype);
+        if (s.kind == Stmt::Kind::Assign) {
+          if (s.offsets.empty()) {
+            std::memcpy(f_.local(s.slot), lanes(s.values[0], n) + (n - 1) * size, static_cast<size_t>(size));
+          } else {
+            write(f_.local(s.slot), dtype, s.offsets[0], s.values[0], n);
+          }
+          return 0;
+        }
+        const tier0::FoldFn combine = fold(s.op, dtype);
+        const std::byte* values = lanes(s.values[0], n);
+        if (s.offsets.empty()) {
+          combine(values, n, f_.local(s.slot));
+          return 0;
+        }
+        const Id o = s.offsets[0];
+        const auto* at = reinterpret_cast<const int64_t*>(lanes(o, n));
+        for (int64_t i = 0; i < n; ++i) combine(values + i * size, 1, f_.local(s.slot) + at[i] * size);
+        return 0;
+      }
+      case Stmt::Kind::Check: {
+        const std::byte* ok = lanes(s.values[0], n);
+        for (int64_t i = 0; i < n; ++i) {
+          if (ok[i] == std::byte{0}) {
+            fail(s, reinterpret_cast<const int64_t*>(lanes(s.values[1], n))[i]);
+            return s.code;
+          }
+        }
+        return 0;
+      }
+      default: internal_error("tier 0 met a statement a block loop cannot hold");
+    }
+  }
+
+  Frame& f_;
+  const Program& p_;
+  const kir::Kernel& k_;
+  const BlockLoop* loop_ = nullptr;  // the block loop running
+  int64_t width_ = 0;                // its lanes per block (the first block's)
+  // Per expression: the epoch in which its lanes were put in its block (the loop entry's for
+  // a broadcast, the block's for the others); an Index expression is affine in this block,
+  // with this stride (its base in its register).
+  bool ready(Id e) const { return ready_[e] == (loop_->form[e] == Form::Uniform ? entry_epoch_ : block_epoch_); }
+  void set_ready(Id e) { ready_[e] = loop_->form[e] == Form::Uniform ? entry_epoch_ : block_epoch_; }
+  std::vector<uint64_t> ready_;
+  std::vector<bool> affine_;
+  std::vector<int64_t> stride_;
+  uint64_t clock_ = 0, entry_epoch_ = 0, block_epoch_ = 0;
+};
+
+}  // namespace
+
+int32_t run_program(const Tier0Kernel::Program& p, void* const* args, const int64_t* dims, int64_t begin,
+                    int64_t end) {
+  const kir::Kernel& k = p.k;
+  // Scratch of this thread, reused across calls: registers, locals, blocks (64-byte aligned).
+  thread_local std::vector<uint64_t> scratch;
+  const size_t regs = (k.exprs.size() + 7) / 8 * 8;
+  const size_t words = regs + static_cast<size_t>(p.locals_bytes) / 8 +
+                       static_cast<size_t>(p.max_blocks) * static_cast<size_t>(Tier0Kernel::kBlock) + 8;
+  if (scratch.size() < words) scratch.resize(words);
+  auto* aligned = reinterpret_cast<uint64_t*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) / 64 * 64);
+  Frame frame{p, args, dims, aligned, reinterpret_cast<std::byte*>(aligned + regs),
+              reinterpret_cast<std::byte*>(aligned + regs) + p.locals_bytes};
+  const auto* scalars = k.num_scalars > 0 ? static_cast<const uint64_t*>(args[k.buffers.size()]) : nullptr;
+  for (Id id : p.statics) {
+    const Expr& e = k.exprs[id];
+    uint64_t raw = 0;
+    DType from = DType::Int64;
+    switch (e.kind) {
+      case ExprKind::Const:
+        raw = static_cast<uint64_t>(e.bits);
+        from = is_floating(e.dtype) ? DType::Float64 : DType::Int64;
+        break;
+      case ExprKind::Begin: raw = static_cast<uint64_t>(begin); break;
+      case ExprKind::End: raw = static_cast<uint64_t>(end); break;
+      case ExprKind::Dim: raw = static_cast<uint64_t>(dims[e.slot]); break;
+      case ExprKind::Scalar:
+        raw = scalars[e.slot];
+        from = is_floating(e.dtype) ? DType::Float64 : DType::Int64;
+        break;
+      default: break;
+    }
+    frame.regs[id] = 0;
+    if (from == e.dtype || (e.kind != ExprKind::Const && e.kind != ExprKind::Scalar)) {
+      frame.regs[id] = raw;
+      continue;
+    }
+    const void* operand = &raw;
+    p.table->cast[static_cast<int>(from)][static_cast<int>(e.dtype)](&operand, &frame.regs[id], 1);
+  }
+  Runner runner(frame);
+  runner.eval_all(p.root_hoisted);
+  return runner.steps(p.root);
+}
+
+}  // namespace lazyjit::runtime
