@@ -11,6 +11,12 @@
 namespace lazyjit::runtime {
 namespace {
 
+/// A little below the user's threads: where both want the cores, the user's steps get about
+/// three quarters of them and the compile the rest. At 19 (idle time only) a GPT step's
+/// compile took so long that its first 20 steps, mostly on tier 0, took 20% longer in all
+/// (docs/benchmarks.md).
+constexpr int kNice = 5;
+
 // The live compilers, for the exit guards; never destroyed (they run during exit).
 std::mutex& registry_mutex() {
   static auto* m = new std::mutex;
@@ -81,8 +87,8 @@ void BackgroundCompiler::stop() {
 }
 
 void BackgroundCompiler::loop() {
-  // Linux keeps a nice value per thread; threads this one starts inherit it.
-  setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 19);
+  // Linux keeps a nice value per thread; threads this one starts (LLVM's) inherit it.
+  setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), kNice);
   std::unique_lock lock(mutex_);
   for (;;) {
     changed_.wait(lock, [&] { return !jobs_.empty() || stopping_; });

@@ -10,9 +10,9 @@
 namespace lazyjit::runtime {
 
 /// Runs jobs one at a time, in the order queued, on a thread of its own started with the
-/// first job. The thread runs at the lowest priority (nice 19), and so do the LLVM threads
-/// it starts: on a machine whose cores the user's steps keep busy, compiling takes only what
-/// they leave. Destruction (or stop()) drops the jobs not started and waits for the running one.
+/// first job. The thread runs a little below normal priority (nice 5), and so do the LLVM
+/// threads it starts: where the user's steps keep the cores busy they keep most of them.
+/// Destruction (or stop()) drops the jobs not started and waits for the running one.
 ///
 /// At exit every BackgroundCompiler stops before any static object is destroyed: a compile
 /// still running would use LLVM's function-local statics as they go. The thread that calls

@@ -99,6 +99,9 @@ void GraphExecutor::materialize(std::vector<std::shared_ptr<detail::TensorImpl>>
     }
     std::shared_ptr<const Tier0Graph> code = interpreted(graph, std::move(plan), aliases, key, tier == Tier::Auto);
     execute(graph, {code->plan, nullptr, code.get()}, aliases, targets, keep_history);
+    // Queued once its first run has given the user its results: compiling beside that run
+    // would slow it down.
+    if (std::shared_ptr<GraphCompiler::Lowered> job = code->take_pending()) compile_in_background(key, std::move(job));
     return;
   }
   std::shared_ptr<const codegen::CompiledGraph> code = compiled(graph, std::move(plan), aliases, key);
@@ -148,23 +151,7 @@ std::shared_ptr<const Tier0Graph> GraphExecutor::interpreted(const ir::Graph& gr
     const bool all_compiled = std::all_of(code->compiled.begin(), code->compiled.end(), [](const auto& c) { return c != nullptr; });
     if (compile_in_background && !all_compiled) {
       // The job holds no graph: a graph would keep its parameters' buffers from being donated.
-      auto job = std::make_shared<GraphCompiler::Lowered>(*std::move(lowered));
-      background_.enqueue([this, key, job] {
-        const std::string stem = job->stem;
-        try {
-          auto made = cache_.get_or_make(key, [&] {
-            return run_with_stack(kCompileStackBytes, [&] { return graph_compiler_.compile(std::move(*job), true); });
-          });
-          if (made.ok()) {
-            counters_.tier_switches.fetch_add(1, std::memory_order_relaxed);
-            return;
-          }
-          LAZYJIT_LOG(warn, "compiling graph {} in the background: {}; tier 0 keeps running it", stem,
-                      std::string(made.status().message()));
-        } catch (const std::exception& e) {
-          LAZYJIT_LOG(warn, "compiling graph {} in the background: {}; tier 0 keeps running it", stem, e.what());
-        }
-      });
+      code->pending = std::make_shared<GraphCompiler::Lowered>(*std::move(lowered));
     }
     return code;
   });
@@ -172,6 +159,25 @@ std::shared_ptr<const Tier0Graph> GraphExecutor::interpreted(const ir::Graph& gr
     throw Error(fmt::format("compiling graph {}: {}", graph.key.to_hex(), std::string(result.status().message())));
   }
   return *std::move(result);
+}
+
+void GraphExecutor::compile_in_background(const ir::Hash128& key, std::shared_ptr<GraphCompiler::Lowered> job) {
+  background_.enqueue([this, key, job] {
+    const std::string stem = job->stem;
+    try {
+      auto made = cache_.get_or_make(key, [&] {
+        return run_with_stack(kCompileStackBytes, [&] { return graph_compiler_.compile(std::move(*job), true); });
+      });
+      if (made.ok()) {
+        counters_.tier_switches.fetch_add(1, std::memory_order_relaxed);
+        return;
+      }
+      LAZYJIT_LOG(warn, "compiling graph {} in the background: {}; tier 0 keeps running it", stem,
+                  std::string(made.status().message()));
+    } catch (const std::exception& e) {
+      LAZYJIT_LOG(warn, "compiling graph {} in the background: {}; tier 0 keeps running it", stem, e.what());
+    }
+  });
 }
 
 void GraphExecutor::execute(const ir::Graph& graph, const Code& code, std::span<const lowering::Alias> aliases,

@@ -31,6 +31,14 @@ struct Tier0Graph {
   lowering::KernelPlan plan;
   std::vector<Tier0Kernel> kernels;
   std::vector<std::shared_ptr<const codegen::CompiledKernel>> compiled;  ///< per kernel, or null
+
+  /// The graph's compile, for the first caller once its first run is done (LAZYJIT_TIER=auto).
+  std::shared_ptr<GraphCompiler::Lowered> take_pending() const {
+    std::lock_guard lock(pending_mutex);
+    return std::move(pending);
+  }
+  mutable std::mutex pending_mutex;
+  mutable std::shared_ptr<GraphCompiler::Lowered> pending;
 };
 
 /// The materialisation pipeline of DESIGN.md section 1: collect the pending tensors, build
@@ -91,10 +99,13 @@ class GraphExecutor {
                                                          std::span<const lowering::Alias> aliases,
                                                          const ir::Hash128& key);
   /// The tier-0 form of the same, lowered on a miss; `compile_in_background`: a miss also
-  /// queues the graph's compile, which puts its compiled form in the compile cache.
+  /// keeps the lowered graph for its compile (Tier0Graph::take_pending).
   std::shared_ptr<const Tier0Graph> interpreted(const ir::Graph& graph, std::shared_ptr<const lowering::KernelPlan> plan,
                                                 std::span<const lowering::Alias> aliases, const ir::Hash128& key,
                                                 bool compile_in_background);
+  /// Queues `job`, the lowered graph of cache key `key`, to the background compiler; its
+  /// compiled form lands in the compile cache.
+  void compile_in_background(const ir::Hash128& key, std::shared_ptr<GraphCompiler::Lowered> job);
   /// What runs a graph's kernels: its compiled code, or tier 0 (with the kernels compiled
   /// for other graphs).
   struct Code {
