@@ -134,6 +134,49 @@ FIRST_STEPS_ROWS(ew_simple_64k);
 FIRST_STEPS_ROWS(mlp_train_step);
 FIRST_STEPS_ROWS(gpt_train_step);
 
+// new_graph: the first run of a graph no one has seen, in a warm process: a 5-op elementwise
+// graph over 2^16 floats (`new_graph_ew_simple_64k`), each iteration a structure not run
+// before (the ops picked by the bits of a counter: 1024 structures), result read; under
+// LAZYJIT_TIER=auto (tier 0 at once) and 1 (waits for LLVM). Between iterations (untimed)
+// the background compiles finish.
+lazyjit::Tensor five_ops(const lazyjit::Tensor& x, int64_t structure) {
+  lazyjit::Tensor y = x;
+  for (int k = 0; k < 5; ++k) {
+    switch ((structure >> (2 * k)) & 3) {
+      case 0: y = y * 1.5; break;
+      case 1: y = y + 0.25; break;
+      case 2: y = lazyjit::relu(y); break;
+      default: y = y - x; break;
+    }
+  }
+  return y;
+}
+
+void new_graph(benchmark::State& state, lazyjit::Tier tier) {
+  const lazyjit::Tier before = lazyjit::tier();
+  lazyjit::set_tier(tier);
+  const lazyjit::Tensor x = lazyjit::Tensor::from_vector<float>(ew::input(1 << 16), {1 << 16});
+  (void)(x + 1.0).to_vector<float>();  // the threads and the pool warm
+  static int64_t structure = 0;        // across rows and repetitions: never a structure seen
+  for (auto _ : state) {
+    if (structure >= 1024) {
+      state.SkipWithError("out of new structures");
+      break;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    (void)five_ops(x, structure++).to_vector<float>();
+    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    lazyjit::wait_for_compiles();  // untimed: the next graph's first run has the cores to itself
+  }
+  lazyjit::set_tier(before);
+}
+void BM_new_graph_ew_simple_64k_lazyjit_auto(benchmark::State& state) { new_graph(state, lazyjit::Tier::Auto); }
+void BM_new_graph_ew_simple_64k_lazyjit_tier1(benchmark::State& state) { new_graph(state, lazyjit::Tier::Compile); }
+BENCHMARK(BM_new_graph_ew_simple_64k_lazyjit_auto)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(40)
+    LAZYJIT_BENCH_REPEATED;
+BENCHMARK(BM_new_graph_ew_simple_64k_lazyjit_tier1)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(8)
+    LAZYJIT_BENCH_REPEATED;
+
 }  // namespace
 
 int first_steps_child(const std::string& spec) {

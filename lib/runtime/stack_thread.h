@@ -1,4 +1,4 @@
-// run_with_stack: runs a function on a thread of its own with a stack of a known size.
+// run_with_stack: runs a function with a stack of a known size, on a thread of its own if need be.
 #pragma once
 
 #include <pthread.h>
@@ -13,25 +13,33 @@
 
 namespace lazyjit::runtime {
 
-/// Runs `f` with at least `stack_bytes` of stack: on the calling thread if it has that much
-/// left, else on a new thread with a `stack_bytes` stack, waiting for it; returns what `f`
-/// returned or rethrows what it threw. Compiling recurses as deep as a kernel's expressions
-/// (and deeper inside LLVM), so it runs here rather than on the caller's thread, whose stack
-/// may be small (a thread pool's 256 KiB).
-/// Bytes of stack left below the caller on this thread (0 if unknown).
+/// Bytes of stack left below the caller on this thread (0 if unknown). The thread's stack
+/// bounds are looked up once per thread: for the main thread glibc finds them by reading
+/// /proc/self/maps, milliseconds in a process with many libraries mapped.
 inline size_t stack_left() {
-  pthread_attr_t attr;
-  if (pthread_getattr_np(pthread_self(), &attr) != 0) return 0;
-  void* low = nullptr;
-  size_t size = 0;
-  const int got = pthread_attr_getstack(&attr, &low, &size);
-  pthread_attr_destroy(&attr);
-  if (got != 0) return 0;
+  struct Bounds {
+    uintptr_t low = 0;
+    size_t size = 0;
+    Bounds() {
+      pthread_attr_t attr;
+      if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
+      void* stack = nullptr;
+      if (pthread_attr_getstack(&attr, &stack, &size) != 0) size = 0;
+      low = reinterpret_cast<uintptr_t>(stack);
+      pthread_attr_destroy(&attr);
+    }
+  };
+  thread_local const Bounds bounds;
   const char here = 0;
-  const auto left = reinterpret_cast<uintptr_t>(&here) - reinterpret_cast<uintptr_t>(low);
-  return left < size ? static_cast<size_t>(left) : 0;
+  const uintptr_t left = reinterpret_cast<uintptr_t>(&here) - bounds.low;
+  return left < bounds.size ? static_cast<size_t>(left) : 0;
 }
 
+/// Runs `f` with at least `stack_bytes` of stack: on the calling thread if it has that much
+/// left, else on a new thread with a `stack_bytes` stack, waiting for it; returns what `f`
+/// returned or rethrows what it threw. Lowering recurses as deep as a kernel's expressions
+/// and compiling deeper still inside LLVM, while a caller's stack may be small (a thread
+/// pool's 256 KiB).
 template <class F>
 auto run_with_stack(size_t stack_bytes, F&& f) -> decltype(f()) {
   using Result = decltype(f());
