@@ -191,8 +191,12 @@ int first_steps_child(const std::string& spec) {
     return 1;
 #endif
   }
+  return print_step_seconds([&] { return lazyjit_step(workload); }, steps);
+}
+
+int print_step_seconds(const std::function<std::function<void()>()>& make, int steps) {
   try {
-    const std::function<void()> step = lazyjit_step(workload);
+    const std::function<void()> step = make();
     for (int i = 0; i < steps; ++i) std::printf("%.9g ", seconds_of(step));
     std::printf("\n");
     return 0;

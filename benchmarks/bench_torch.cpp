@@ -410,16 +410,12 @@ int torch_cold_step(const std::string& spec) {
 }
 
 int torch_first_steps(const std::string& peer, const std::string& workload, int steps) {
-  try {
-    torch_setup();
-    const std::function<void()> step = compile_step(workload, peer == "eager" ? kEager : kLazy);
-    for (int i = 0; i < steps; ++i) std::printf("%.9g ", seconds(step));
-    std::printf("\n");
-    return 0;
-  } catch (const std::exception& e) {
-    std::printf("%s\n", e.what());
-    return 1;
-  }
+  return print_step_seconds(
+      [&] {
+        torch_setup();
+        return compile_step(workload, peer == "eager" ? kEager : kLazy);
+      },
+      steps);
 }
 
 }  // namespace bench

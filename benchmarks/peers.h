@@ -1,6 +1,7 @@
 // Set-up of the optional peers, each defined in its own file and built when CMake finds it.
 #pragma once
 
+#include <functional>
 #include <string>
 
 namespace bench {
@@ -24,6 +25,9 @@ inline constexpr const char* kFirstStepsEnv = "LAZYJIT_BENCH_FIRST_STEPS";
 int first_steps_child(const std::string& spec);
 /// bench_torch.cpp, in a fresh process: the same for "eager" or "lazy" (LTC), nothing run before.
 int torch_first_steps(const std::string& peer, const std::string& workload, int steps);
+/// A first_steps child's output: sets a step up with `make`, runs it `steps` times and prints
+/// the seconds of each on one line; prints the error and returns 1 if anything throws.
+int print_step_seconds(const std::function<std::function<void()>()>& make, int steps);
 /// bench_eigen.cpp: prints the setting of the Eigen rows.
 void eigen_setup();
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "ir/dtype_dispatch.h"
 #include "ir/philox.h"
 #include "ir/scalar_semantics.h"
 #include "lowering/kernel_abi.h"
@@ -30,12 +31,9 @@ namespace sem = ir::semantics;
 template <class T>
 using Stored = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
 
-template <DType D> struct TypeOf;
-template <> struct TypeOf<DType::Bool> { using type = bool; };
-template <> struct TypeOf<DType::Int32> { using type = int32_t; };
-template <> struct TypeOf<DType::Int64> { using type = int64_t; };
-template <> struct TypeOf<DType::Float32> { using type = float; };
-template <> struct TypeOf<DType::Float64> { using type = double; };
+/// The compute type of a dtype's values (bool for Bool; its storage type otherwise).
+template <DType D>
+using ComputeOf = std::conditional_t<D == DType::Bool, bool, typename ir::StorageOf<D>::type>;
 
 template <class T>
 T get(const void* p, int64_t i) {
@@ -368,7 +366,7 @@ void micro_kernel(const void* a_raw, const int64_t* a_rows, bool packed_a, const
 
 template <DType D>
 void fill_dtype(BlockTable& t) {
-  using T = typename TypeOf<D>::type;
+  using T = ComputeOf<D>;
   constexpr int d = static_cast<int>(D);
 #define LAZYJIT_OP(Name, text, arity, rule, admits, kind)                                              \
   if constexpr (ir::DTypeRule::rule == ir::DTypeRule::Same && ir::AccessPattern::kind == ir::AccessPattern::Elementwise) { \
