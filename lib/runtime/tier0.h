@@ -22,7 +22,7 @@ namespace lazyjit::runtime {
 /// one iteration at a time; a matmul step calls the library's micro-kernel.
 class Tier0Kernel {
  public:
-  static constexpr int64_t kBlock = 256;
+  static constexpr int64_t kBlock = 1024;
 
   explicit Tier0Kernel(const kir::Kernel& kernel);
   ~Tier0Kernel();

@@ -222,7 +222,9 @@ class Runner {
 
   /// Expression `e`'s block in the running block loop.
   std::byte* block(Id e) const {
-    return f_.blocks + static_cast<size_t>(loop_->slot[e]) * Tier0Kernel::kBlock * 8;
+    // Blocks are as long as this loop entry's widest (a row of 64 takes 512 bytes a block,
+    // not kBlock's 8 KiB): short loops keep their values close together.
+    return f_.blocks + static_cast<size_t>(loop_->slot[e]) * static_cast<size_t>(width_) * 8;
   }
 
   /// `e` as an array of the block's n lanes: Uniform values broadcast (once per loop entry),
