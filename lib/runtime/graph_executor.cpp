@@ -230,12 +230,11 @@ void GraphExecutor::execute(const ir::Graph& graph, const Code& code, std::span<
         last[b - first_temp] = static_cast<int>(pos);
       }
     }
+    std::vector<size_t> position(order.size());  // per kernel: where it runs
+    for (size_t pos = 0; pos < order.size(); ++pos) position[order[pos]] = pos;
     size_t donor = order.size();  // the first kernel that writes a donated buffer
-    for (size_t pos = 0; pos < order.size() && donor == order.size(); ++pos) {
-      for (const lowering::Alias& a : aliases) {
-        const auto& results = plan.kernels[order[pos]].results;
-        if (std::find(results.begin(), results.end(), a.result) != results.end()) donor = pos;
-      }
+    for (const lowering::Alias& a : aliases) {
+      if (const int writer = plan.writer_of[a.result]; writer >= 0) donor = std::min(donor, position[writer]);
     }
     for (int t = 0; t < num_temps; ++t) {
       if (first[t] < 0) continue;
