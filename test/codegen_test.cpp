@@ -460,7 +460,7 @@ TEST(JitCompilerTest, CompilesAndRunsALoweredGraph) {
 // Kernels are compiled once by content: a graph made of kernels another graph already has
 // compiles nothing, and a kernel's code lives while any graph holds it.
 TEST(JitCompilerTest, EachDistinctKernelIsCompiledOnce) {
-  auto compiler = JitCompiler::create(2);
+  auto compiler = JitCompiler::create();
   ASSERT_TRUE(compiler.ok()) << compiler.status();
   JitCompiler& jit = **compiler;
   TestGraph g(4, 9, -2.0);

@@ -1,9 +1,11 @@
 // Unit tests of lib/runtime: the caching allocator, the executor (with fake kernels), the
 // live-tensor set and a GraphExecutor over its own cache and allocator.
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "codegen/compile_cache.h"
@@ -219,6 +221,30 @@ TEST(ExecutorTest, ReturnsTheStatusOfTheChunkThatFailed) {
       EXPECT_EQ(executor.run(&fake_kernel, buffers, shapes, n), fail_at < 0 ? 0 : 3) << n << " " << fail_at;
     }
   }
+}
+
+// Kernels compile as for_each tasks on the arena's threads: every task once, and with two
+// threads two tasks at once (each waits for the other to start; the deadline only keeps a
+// broken build from hanging).
+TEST(ExecutorTest, ForEachRunsEveryTaskOnceAndSideBySide) {
+  for (int threads : {1, 2, 4}) {
+    Executor executor(threads);
+    for (size_t count : {size_t{0}, size_t{1}, size_t{5}, size_t{64}}) {
+      std::vector<std::atomic<int>> runs(count);
+      executor.for_each(count, [&](size_t i) { runs[i].fetch_add(1); });
+      for (size_t i = 0; i < count; ++i) EXPECT_EQ(runs[i].load(), 1) << threads << " threads, task " << i;
+    }
+  }
+  Executor executor(2);
+  std::atomic<int> started{0};
+  std::atomic<int> met{0};
+  executor.for_each(2, [&](size_t) {
+    started.fetch_add(1);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (started.load() < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    if (started.load() == 2) met.fetch_add(1);
+  });
+  EXPECT_EQ(met.load(), 2) << "the two tasks did not run at once";
 }
 
 TEST(ExecutorTest, NonPositiveThreadCountMeansOne) {

@@ -35,7 +35,6 @@
 #include <chrono>
 #include <cstring>
 #include <optional>
-#include <thread>
 
 namespace lazyjit::codegen {
 namespace {
@@ -67,12 +66,10 @@ CompiledGraph::~CompiledGraph() {
 
 JitCompiler::~JitCompiler() = default;
 
-absl::StatusOr<std::unique_ptr<JitCompiler>> JitCompiler::create(int compile_threads) {
+absl::StatusOr<std::unique_ptr<JitCompiler>> JitCompiler::create() {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   std::unique_ptr<JitCompiler> compiler(new JitCompiler);
-  compiler->compile_threads_ =
-      compile_threads > 0 ? compile_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
   auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!builder) return to_status(builder.takeError(), "detecting the host CPU");
@@ -243,6 +240,10 @@ std::unique_ptr<llvm::TargetMachine> JitCompiler::take_target() {
   return std::move(*target);
 }
 
+void in_order(size_t count, absl::FunctionRef<void(size_t)> task) {
+  for (size_t i = 0; i < count; ++i) task(i);
+}
+
 void JitCompiler::give_back_target(std::unique_ptr<llvm::TargetMachine> target) {
   if (target == nullptr) return;
   std::lock_guard lock(targets_mutex_);
@@ -254,6 +255,7 @@ struct JitCompiler::NewKernel {
   size_t index;                // in the plan
   ir::Hash128 key;
   lowering::LoweredKernel* lowered;
+  const std::string* symbol;   // its name in the plan
   KernelModule module = {};    // emitted unless its object came from the disk cache
   std::string object = {};     // from the disk cache or compiled now
   bool from_disk = false;
@@ -276,46 +278,43 @@ absl::Status JitCompiler::emit(NewKernel& kernel, const std::string& symbol, std
   return absl::OkStatus();
 }
 
-void JitCompiler::compile_objects(std::vector<NewKernel>& fresh, bool with_text) {
+void JitCompiler::compile_object(NewKernel& kernel, std::vector<KernelModule>* modules, bool with_text) {
+  kernel.status = emit(kernel, *kernel.symbol, modules);
+  if (!kernel.status.ok()) return;
+  std::unique_ptr<llvm::TargetMachine> target = take_target();
+  if (target == nullptr) {
+    kernel.status = absl::InternalError("creating a target machine");
+    return;
+  }
+  llvm::Module& module = *kernel.module.module;
+  const auto start = std::chrono::steady_clock::now();
+  optimize_with(module, *target);
+  const auto optimized = std::chrono::steady_clock::now();
+  kernel.optimize_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(optimized - start).count();
+  if (with_text) {
+    llvm::raw_string_ostream os(kernel.optimized_ir);
+    module.print(os, nullptr);
+    std::unique_ptr<llvm::Module> copy = llvm::CloneModule(module);
+    absl::StatusOr<std::string> assembly = emit_with(*copy, *target, llvm::CodeGenFileType::AssemblyFile);
+    kernel.assembly = assembly.ok() ? *std::move(assembly) : std::string(assembly.status().message());
+  }
+  const auto emitting = std::chrono::steady_clock::now();
+  absl::StatusOr<std::string> object = emit_with(module, *target, llvm::CodeGenFileType::ObjectFile);
+  kernel.codegen_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - emitting).count();
+  if (object.ok()) kernel.object = *std::move(object);
+  kernel.status = object.status();
+  kernel.module.module.reset();  // their memory, now: the object is all that is loaded
+  kernel.module.context.reset();
+  give_back_target(std::move(target));
+}
+
+void JitCompiler::compile_objects(std::vector<NewKernel>& fresh, std::vector<KernelModule>* modules, bool with_text,
+                                  ForEachKernel for_each) {
   std::vector<NewKernel*> queue;
   for (NewKernel& kernel : fresh) {
     if (kernel.object.empty()) queue.push_back(&kernel);
   }
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    std::unique_ptr<llvm::TargetMachine> target;
-    for (size_t i = next++; i < queue.size(); i = next++) {
-      NewKernel& kernel = *queue[i];
-      if (target == nullptr) target = take_target();
-      if (target == nullptr) {
-        kernel.status = absl::InternalError("creating a target machine");
-        continue;
-      }
-      llvm::Module& module = *kernel.module.module;  // emitted by compile()
-      const auto start = std::chrono::steady_clock::now();
-      optimize_with(module, *target);
-      const auto optimized = std::chrono::steady_clock::now();
-      kernel.optimize_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(optimized - start).count();
-      if (with_text) {
-        llvm::raw_string_ostream os(kernel.optimized_ir);
-        module.print(os, nullptr);
-        std::unique_ptr<llvm::Module> copy = llvm::CloneModule(module);
-        absl::StatusOr<std::string> assembly = emit_with(*copy, *target, llvm::CodeGenFileType::AssemblyFile);
-        kernel.assembly = assembly.ok() ? *std::move(assembly) : std::string(assembly.status().message());
-      }
-      const auto emitting = std::chrono::steady_clock::now();
-      absl::StatusOr<std::string> object = emit_with(module, *target, llvm::CodeGenFileType::ObjectFile);
-      kernel.codegen_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - emitting).count();
-      if (object.ok()) kernel.object = *std::move(object);
-      kernel.status = object.status();
-    }
-    give_back_target(std::move(target));
-  };
-  const size_t threads = std::min(queue.size(), static_cast<size_t>(compile_threads_));
-  std::vector<std::thread> helpers;
-  for (size_t t = 1; t < threads; ++t) helpers.emplace_back(worker);
-  worker();
-  for (std::thread& t : helpers) t.join();
+  for_each(queue.size(), [&](size_t i) { compile_object(*queue[i], modules, with_text); });
 }
 
 absl::StatusOr<std::shared_ptr<const CompiledKernel>> JitCompiler::load(const std::string& symbol,
@@ -344,20 +343,20 @@ absl::StatusOr<std::shared_ptr<const CompiledKernel>> JitCompiler::load(const st
 
 absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::compile(lowering::LoweredGraph lowered,
                                                                           const DiskCache* disk, Report* report,
-                                                                          Artifacts* artifacts) {
-  return compile(std::move(lowered), nullptr, disk, report, artifacts);
+                                                                          Artifacts* artifacts, ForEachKernel for_each) {
+  return compile(std::move(lowered), nullptr, disk, report, artifacts, for_each);
 }
 
 absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::compile(lowering::LoweredGraph lowered,
                                                                           std::vector<KernelModule> modules) {
   if (modules.size() != lowered.kernels.size()) return absl::InternalError("one module per kernel, please");
-  return compile(std::move(lowered), &modules, nullptr, nullptr, nullptr);
+  return compile(std::move(lowered), &modules, nullptr, nullptr, nullptr, in_order);
 }
 
 absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::compile(lowering::LoweredGraph lowered,
                                                                           std::vector<KernelModule>* modules,
                                                                           const DiskCache* disk, Report* report,
-                                                                          Artifacts* artifacts) {
+                                                                          Artifacts* artifacts, ForEachKernel for_each) {
   Report local_report;
   Report& done = report != nullptr ? *report : local_report;
   const size_t n = lowered.plan.kernels.size();
@@ -375,7 +374,10 @@ absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::compile(loweri
         continue;
       }
       const bool twice = std::any_of(fresh.begin(), fresh.end(), [&](const NewKernel& f) { return f.key == key; });
-      if (!twice) fresh.push_back({.index = k, .key = key, .lowered = &lowered.kernels[k]});
+      if (!twice) {
+        fresh.push_back(
+            {.index = k, .key = key, .lowered = &lowered.kernels[k], .symbol = &lowered.plan.kernels[k].symbol});
+      }
     }
   }
   for (NewKernel& kernel : fresh) {
@@ -388,13 +390,7 @@ absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::compile(loweri
       kernel.from_disk = true;
     }
   }
-  for (NewKernel& kernel : fresh) {
-    if (!kernel.object.empty()) continue;
-    if (absl::Status emitted = emit(kernel, lowered.plan.kernels[kernel.index].symbol, modules); !emitted.ok()) {
-      return emitted;
-    }
-  }
-  compile_objects(fresh, artifacts != nullptr);
+  compile_objects(fresh, modules, artifacts != nullptr, for_each);
   std::lock_guard lock(mutex_);
   for (NewKernel& kernel : fresh) {
     if (!kernel.status.ok()) return kernel.status;
@@ -405,12 +401,8 @@ absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::compile(loweri
                                           disk->path_of(kernel.key), std::string(loaded.status().message())));
       kernel.object.clear();
       kernel.from_disk = false;
-      if (absl::Status emitted = emit(kernel, symbol, modules); !emitted.ok()) return emitted;
-      std::vector<NewKernel> again;
-      again.push_back(std::move(kernel));
-      compile_objects(again, artifacts != nullptr);
-      if (!again[0].status.ok()) return again[0].status;
-      kernel = std::move(again[0]);
+      compile_object(kernel, modules, artifacts != nullptr);
+      if (!kernel.status.ok()) return kernel.status;
       loaded = load(symbol, kernel.object);
     }
     if (!loaded.ok()) return loaded.status();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "codegen/disk_cache.h"
 #include "ir/hash.h"
@@ -32,6 +33,16 @@ struct KernelModule;  // kir_llvm.h
 
 /// The kernels' LLVM IR as emitted from their kernel IR (before optimisation), in plan order.
 std::string llvm_ir_text(const lowering::LoweredGraph& lowered);
+
+/// How a compile spreads its new kernels over threads: calls `task(i)` once for each i in
+/// [0, count), in any order and on any of the caller's threads, and returns when every call
+/// has returned. The compiler starts no threads of its own: the runtime lends its oneTBB
+/// workers to a compile the user waits for, and a background compile's own low-priority
+/// threads to one the user does not.
+using ForEachKernel = absl::FunctionRef<void(size_t count, absl::FunctionRef<void(size_t)> task)>;
+
+/// One by one on the calling thread.
+void in_order(size_t count, absl::FunctionRef<void(size_t)> task);
 
 /// One kernel's code in the JIT. Destroying it frees the code.
 class CompiledKernel {
@@ -73,12 +84,11 @@ class CompiledGraph {
 /// Compiles lowered graphs for the host CPU (name and features detected at start). Kernels
 /// are keyed by their content (LoweredKernel::content) and the compiler's fingerprint: a
 /// kernel whose code is in memory (held by any graph) or in the disk cache is not compiled
-/// again. New kernels compile in parallel, one kernel at a time per thread, each thread with
-/// its own target machine (kept for the next compile). Thread-safe.
+/// again. New kernels are emitted, optimised and compiled as independent tasks (ForEachKernel),
+/// each with a target machine of its own (kept for the next compile). Thread-safe.
 class JitCompiler {
  public:
-  /// `compile_threads`: at most this many kernels compile at once (0: one per core).
-  static absl::StatusOr<std::unique_ptr<JitCompiler>> create(int compile_threads = 0);
+  static absl::StatusOr<std::unique_ptr<JitCompiler>> create();
   ~JitCompiler();
 
   /// Everything besides a kernel's IR that compiled code depends on: LLVM version, target
@@ -119,10 +129,12 @@ class JitCompiler {
   /// The code of `lowered`'s kernels: from memory, else from `disk` (when given and valid),
   /// else optimised, compiled (new objects are stored in `disk`) and loaded. Errors carry
   /// LLVM's own text (missing symbols, verifier failures). `report` and `artifacts` (the
-  /// optimised IR and assembly of the kernels compiled now) are filled when given.
+  /// optimised IR and assembly of the kernels compiled now) are filled when given. The new
+  /// kernels compile as the tasks of `for_each`.
   absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile(lowering::LoweredGraph lowered,
                                                               const DiskCache* disk = nullptr,
-                                                              Report* report = nullptr, Artifacts* artifacts = nullptr);
+                                                              Report* report = nullptr, Artifacts* artifacts = nullptr,
+                                                              ForEachKernel for_each = in_order);
   /// The same with `modules` (one per kernel, complete types from kir_llvm.h) instead of the
   /// modules emitted from the kernel IR: how tests compile hand-written LLVM IR.
   absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile(lowering::LoweredGraph lowered,
@@ -134,7 +146,8 @@ class JitCompiler {
   ir::Hash128 kernel_key(const lowering::LoweredKernel& kernel) const;
   absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile(lowering::LoweredGraph lowered,
                                                               std::vector<KernelModule>* modules, const DiskCache* disk,
-                                                              Report* report, Artifacts* artifacts);
+                                                              Report* report, Artifacts* artifacts,
+                                                              ForEachKernel for_each);
   /// Emits `kernel`'s module (or takes it from `modules`) and checks it: valid LLVM IR that
   /// defines `symbol`.
   absl::Status emit(NewKernel& kernel, const std::string& symbol, std::vector<KernelModule>* modules) const;
@@ -142,9 +155,12 @@ class JitCompiler {
   void optimize_with(llvm::Module& module, llvm::TargetMachine& target) const;
   absl::StatusOr<std::string> emit_with(llvm::Module& module, llvm::TargetMachine& target,
                                         llvm::CodeGenFileType type) const;
-  /// Optimises and emits each kernel of `fresh` into its object, on up to compile_threads_
-  /// threads taking kernels from a shared queue.
-  void compile_objects(std::vector<NewKernel>& fresh, bool with_text);
+  /// Emits, optimises and compiles each kernel of `fresh` that has no object yet into its
+  /// object: one task of `for_each` per kernel.
+  void compile_objects(std::vector<NewKernel>& fresh, std::vector<KernelModule>* modules, bool with_text,
+                       ForEachKernel for_each);
+  /// One kernel's emission, pipeline and machine code; the status says how it went.
+  void compile_object(NewKernel& kernel, std::vector<KernelModule>* modules, bool with_text);
   std::unique_ptr<llvm::TargetMachine> take_target();
   void give_back_target(std::unique_ptr<llvm::TargetMachine> target);
   /// Loads `object` into a JITDylib of its own and resolves `symbol` in it.
@@ -154,7 +170,6 @@ class JitCompiler {
   std::unique_ptr<llvm::orc::LLJIT> jit_;
   std::unique_ptr<llvm::TargetMachine> target_machine_;  // for text()
   std::unique_ptr<llvm::orc::JITTargetMachineBuilder> tm_builder_;
-  int compile_threads_ = 1;
   bool avx512_ = false;
   ir::Hash128 fingerprint_;
   std::string description_;

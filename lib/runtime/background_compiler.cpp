@@ -5,8 +5,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
+#include <memory>
 #include <vector>
+
+#include "runtime/stack_thread.h"
 
 namespace lazyjit::runtime {
 namespace {
@@ -49,7 +53,7 @@ void guard_exit() {
 
 }  // namespace
 
-BackgroundCompiler::BackgroundCompiler() {
+BackgroundCompiler::BackgroundCompiler(int threads) : threads_(std::max(1, threads)) {
   std::lock_guard lock(registry_mutex());
   registry().push_back(this);
 }
@@ -84,6 +88,18 @@ void BackgroundCompiler::stop() {
     changed_.notify_all();
   }
   if (thread_.joinable()) thread_.join();
+}
+
+void BackgroundCompiler::for_each(size_t count, absl::FunctionRef<void(size_t)> task) const {
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < count; i = next++) task(i);
+  };
+  std::vector<std::unique_ptr<StackThread>> helpers;
+  const size_t threads = std::min(count, static_cast<size_t>(threads_));
+  for (size_t t = 1; t < threads; ++t) helpers.push_back(std::make_unique<StackThread>(kKernelCompileStackBytes, work));
+  work();
+  for (auto& helper : helpers) helper->join();
 }
 
 void BackgroundCompiler::loop() {

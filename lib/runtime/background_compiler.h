@@ -7,6 +7,8 @@
 #include <mutex>
 #include <thread>
 
+#include "absl/functional/function_ref.h"
+
 namespace lazyjit::runtime {
 
 /// Runs jobs one at a time, in the order queued, on a thread of its own started with the
@@ -20,7 +22,8 @@ namespace lazyjit::runtime {
 /// the main thread stops them; an atexit handler does it too where the main thread never queued.
 class BackgroundCompiler {
  public:
-  BackgroundCompiler();
+  /// `threads`: how many kernels one job may compile at once (LAZYJIT_NUM_THREADS).
+  explicit BackgroundCompiler(int threads);
   ~BackgroundCompiler();
   BackgroundCompiler(const BackgroundCompiler&) = delete;
   BackgroundCompiler& operator=(const BackgroundCompiler&) = delete;
@@ -30,6 +33,13 @@ class BackgroundCompiler {
   void wait_idle();
   void stop();
 
+  /// For a job: calls `task(i)` for each i in [0, count) on up to `threads` threads at the
+  /// compile thread's priority (it and helpers it starts, which inherit its nice value),
+  /// each taking the next task when done; returns when all have returned. Not the runtime's
+  /// oneTBB workers: a oneTBB task cannot be preempted, so a user's step would wait for a
+  /// kernel's compile on the core it wants.
+  void for_each(size_t count, absl::FunctionRef<void(size_t)> task) const;
+
  private:
   void loop();
 
@@ -38,6 +48,7 @@ class BackgroundCompiler {
   std::deque<std::function<void()>> jobs_;
   bool running_job_ = false;
   bool stopping_ = false;
+  int threads_;
   std::thread thread_;
 };
 

@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <atomic>
 
+#include "runtime/stack_thread.h"
 #include "runtime/tier0.h"
 #include "tbb/blocked_range.h"
+#include "tbb/global_control.h"
 #include "tbb/parallel_for.h"
 #include "tbb/partitioner.h"
 #include "tbb/task_arena.h"
@@ -40,7 +42,13 @@ void launch_acquired(const void* token) {
 
 struct Executor::Arena {
   // Started now, so that the first graph's first launch does not start the worker threads.
-  explicit Arena(int threads) : arena(threads) { arena.initialize(); }
+  // Workers get room to compile a kernel in place (where this process starts them; oneTBB's
+  // default is 4 MiB).
+  explicit Arena(int threads)
+      : stack(tbb::global_control::thread_stack_size, 2 * kKernelCompileStackBytes), arena(threads) {
+    arena.initialize();
+  }
+  tbb::global_control stack;
   tbb::task_arena arena;
 };
 
@@ -83,6 +91,27 @@ int32_t Executor::split(const Body& body, int64_t n, int64_t work) const {
   });
   launch_acquired(&status);
   return status.load(std::memory_order_relaxed);
+}
+
+void Executor::for_each(size_t count, absl::FunctionRef<void(size_t)> task) const {
+  if (count == 0) return;
+  if (count == 1 || num_threads_ == 1) {
+    for (size_t i = 0; i < count; ++i) task(i);
+    return;
+  }
+  const int token = 0;
+  launch_released(&token);
+  arena_->arena.execute([&] {
+    tbb::parallel_for(
+        tbb::blocked_range<size_t>(0, count, 1),
+        [&](const tbb::blocked_range<size_t>& r) {
+          launch_acquired(&token);
+          for (size_t i = r.begin(); i < r.end(); ++i) task(i);
+          launch_released(&token);
+        },
+        tbb::simple_partitioner());
+  });
+  launch_acquired(&token);
 }
 
 }  // namespace lazyjit::runtime

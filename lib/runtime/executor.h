@@ -1,9 +1,11 @@
 // Executor: runs compiled kernels on a oneTBB arena, splitting the outer loop among threads.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
+#include "absl/functional/function_ref.h"
 #include "lowering/kernel_abi.h"
 
 namespace lazyjit::runtime {
@@ -26,6 +28,11 @@ class Executor {
   int32_t run(lowering::KernelFn kernel, void* const* args, const int64_t* dims, int64_t n, int64_t work = 1) const;
   /// The same for a kernel that tier 0 runs: the same split among threads.
   int32_t run(const Tier0Kernel& kernel, void* const* args, const int64_t* dims, int64_t n, int64_t work = 1) const;
+
+  /// Calls `task(i)` for each i in [0, count) on the arena's threads, each call a task of its
+  /// own taken by whichever thread is free (long, uneven tasks: a kernel's compile), and
+  /// returns when all have returned. The calling thread takes part.
+  void for_each(size_t count, absl::FunctionRef<void(size_t)> task) const;
 
   /// Launches of up to this much work (iterations times work) run inline.
   static constexpr int64_t kInlineLimit = 1 << 15;

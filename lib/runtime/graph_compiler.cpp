@@ -32,10 +32,11 @@ void GraphCompiler::warn_once(const std::string& what) {
 absl::StatusOr<codegen::CompileCache::Entry> GraphCompiler::compile(const ir::Graph& graph,
                                                                     const lowering::KernelPlan& plan,
                                                                     std::span<const lowering::Alias> aliases,
-                                                                    const ir::Hash128& key) {
+                                                                    const ir::Hash128& key,
+                                                                    codegen::ForEachKernel for_each) {
   absl::StatusOr<Lowered> lowered = lower(graph, plan, aliases, key);
   if (!lowered.ok()) return lowered.status();
-  absl::StatusOr<codegen::CompileCache::Entry> code = compile(*std::move(lowered));
+  absl::StatusOr<codegen::CompileCache::Entry> code = compile(*std::move(lowered), for_each);
   if (!code.ok()) log_.forget(graph);  // a failed compile does not use up the guardrail
   return code;
 }
@@ -68,13 +69,15 @@ absl::StatusOr<GraphCompiler::Lowered> GraphCompiler::lower(const ir::Graph& gra
   return Lowered{std::move(lowered), std::move(stem), std::move(why), graph.nodes.size(), start};
 }
 
-absl::StatusOr<codegen::CompileCache::Entry> GraphCompiler::compile(Lowered lowered, bool background) {
+absl::StatusOr<codegen::CompileCache::Entry> GraphCompiler::compile(Lowered lowered, codegen::ForEachKernel for_each,
+                                                                    bool background) {
   const DumpDir& dump = options_.dump_dir;
   const size_t kernels = lowered.graph.kernels.size();
   codegen::JitCompiler::Report report;
   codegen::JitCompiler::Artifacts artifacts;
   const codegen::DiskCache* disk = options_.disk_cache.enabled() ? &options_.disk_cache : nullptr;
-  auto code = compiler_.compile(std::move(lowered.graph), disk, &report, dump.enabled() ? &artifacts : nullptr);
+  auto code =
+      compiler_.compile(std::move(lowered.graph), disk, &report, dump.enabled() ? &artifacts : nullptr, for_each);
   for (const std::string& warning : report.warnings) warn_once(warning);
   if (!code.ok()) return code.status();
   const std::string& stem = lowered.stem;

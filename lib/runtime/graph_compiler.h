@@ -42,15 +42,18 @@ class GraphCompiler {
   /// Compiled code for `graph` with its plan and `aliases` (its cache key is `key`): lower(),
   /// then compile().
   absl::StatusOr<codegen::CompileCache::Entry> compile(const ir::Graph& graph, const lowering::KernelPlan& plan,
-                                                       std::span<const lowering::Alias> aliases, const ir::Hash128& key);
+                                                       std::span<const lowering::Alias> aliases, const ir::Hash128& key,
+                                                       codegen::ForEachKernel for_each);
   /// The first half: verified, checked against the recompilation guardrail, lowered, dumped
   /// (all but the compiled forms). Logs why it compiles at info level.
   absl::StatusOr<Lowered> lower(const ir::Graph& graph, const lowering::KernelPlan& plan,
                                 std::span<const lowering::Alias> aliases, const ir::Hash128& key);
   /// The second half, which needs no graph: each kernel taken from memory or the disk cache
   /// when its code is there, else compiled (and stored on disk); the compiled forms dumped. A
-  /// bad disk-cache file is reported once and replaced. `background`: counted as such.
-  absl::StatusOr<codegen::CompileCache::Entry> compile(Lowered lowered, bool background = false);
+  /// bad disk-cache file is reported once and replaced. New kernels compile as the tasks of
+  /// `for_each`. `background`: counted and logged as such.
+  absl::StatusOr<codegen::CompileCache::Entry> compile(Lowered lowered, codegen::ForEachKernel for_each,
+                                                       bool background = false);
 
  private:
   using Clock = std::chrono::steady_clock;

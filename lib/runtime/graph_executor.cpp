@@ -24,11 +24,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// The compile thread's stack: room for kMaxFusedDepth levels of expression emission and
-/// LLVM's own recursion, also under the sanitizers.
-constexpr size_t kCompileStackBytes = size_t{64} << 20;
-/// Lowering alone (tier 0's first run of a graph) recurses kMaxFusedDepth levels at most.
+/// Lowering recurses kMaxFusedDepth levels at most. A thread that compiles a graph runs its
+/// share of the kernels' compiles in place; each of those needs kKernelCompileStackBytes.
 constexpr size_t kLowerStackBytes = size_t{4} << 20;
+constexpr size_t kCompileStackBytes = 2 * kKernelCompileStackBytes;
 
 int64_t nanoseconds_since(Clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
@@ -123,7 +122,9 @@ std::shared_ptr<const codegen::CompiledGraph> GraphExecutor::compiled(const ir::
   auto result = cache_.get_or_make(key, [&] {
     return run_with_stack(kCompileStackBytes, [&] {
       if (plan == nullptr) plan = plan_of(graph);
-      return graph_compiler_.compile(graph, *plan, aliases, key);
+      return graph_compiler_.compile(graph, *plan, aliases, key, [this](size_t count, auto task) {
+        compile_on_runtime_threads(count, task);
+      });
     });
   });
   if (!result.ok()) {
@@ -161,12 +162,21 @@ std::shared_ptr<const Tier0Graph> GraphExecutor::interpreted(const ir::Graph& gr
   return *std::move(result);
 }
 
+void GraphExecutor::compile_on_runtime_threads(size_t count, absl::FunctionRef<void(size_t)> task) const {
+  executor_.for_each(count, [&](size_t i) { run_with_stack(kKernelCompileStackBytes, [&] { task(i); }); });
+}
+
 void GraphExecutor::compile_in_background(const ir::Hash128& key, std::shared_ptr<GraphCompiler::Lowered> job) {
   background_.enqueue([this, key, job] {
     const std::string stem = job->stem;
     try {
       auto made = cache_.get_or_make(key, [&] {
-        return run_with_stack(kCompileStackBytes, [&] { return graph_compiler_.compile(std::move(*job), true); });
+        return run_with_stack(kCompileStackBytes, [&] {
+          auto on_compile_threads = [this](size_t count, absl::FunctionRef<void(size_t)> task) {
+            background_.for_each(count, [&](size_t i) { run_with_stack(kKernelCompileStackBytes, [&] { task(i); }); });
+          };
+          return graph_compiler_.compile(std::move(*job), on_compile_threads, /*background=*/true);
+        });
       });
       if (made.ok()) {
         counters_.tier_switches.fetch_add(1, std::memory_order_relaxed);

@@ -52,7 +52,7 @@ class GraphExecutor {
                 CompileOptions options = {})
       : compiler_(compiler), cache_(cache), executor_(executor), allocator_(allocator), live_(live),
         counters_(counters), graph_compiler_(compiler, counters, std::move(options)), plans_(cache.capacity()),
-        tier0_graphs_(cache.capacity()) {}
+        tier0_graphs_(cache.capacity()), background_(executor.num_threads()) {}
 
   /// Which engine runs later materialisations (lazyjit::Tier).
   void set_tier(Tier tier) { tier_.store(tier, std::memory_order_relaxed); }
@@ -103,6 +103,8 @@ class GraphExecutor {
   std::shared_ptr<const Tier0Graph> interpreted(const ir::Graph& graph, std::shared_ptr<const lowering::KernelPlan> plan,
                                                 std::span<const lowering::Alias> aliases, const ir::Hash128& key,
                                                 bool compile_in_background);
+  /// Compiles the kernels of a compile the user waits for: as tasks on the runtime's threads.
+  void compile_on_runtime_threads(size_t count, absl::FunctionRef<void(size_t)> task) const;
   /// Queues `job`, the lowered graph of cache key `key`, to the background compiler; its
   /// compiled form lands in the compile cache.
   void compile_in_background(const ir::Hash128& key, std::shared_ptr<GraphCompiler::Lowered> job);

@@ -46,8 +46,8 @@ CompileOptions compile_options() {
           .max_graphs = env_int("LAZYJIT_MAX_GRAPHS", 0, int64_t{1} << 30)};
 }
 
-std::unique_ptr<codegen::JitCompiler> create_compiler(int threads) {
-  auto compiler = codegen::JitCompiler::create(threads);
+std::unique_ptr<codegen::JitCompiler> create_compiler() {
+  auto compiler = codegen::JitCompiler::create();
   if (!compiler.ok()) {
     throw Error(fmt::format("starting the JIT: {}", std::string(compiler.status().message())));
   }
@@ -70,7 +70,7 @@ int runtime_threads() {
 }  // namespace
 
 Runtime::Runtime()
-    : compiler_(create_compiler(runtime_threads())),
+    : compiler_(create_compiler()),
       cache_(static_cast<size_t>(env_int("LAZYJIT_CACHE_SIZE", 1024, int64_t{1} << 30))),
       executor_(runtime_threads()),
       graph_executor_(*compiler_, cache_, executor_, allocator_, live_, counters_, compile_options()) {

@@ -6,7 +6,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 #include "lazyjit/error.h"
@@ -35,6 +37,54 @@ inline size_t stack_left() {
   return left < bounds.size ? static_cast<size_t>(left) : 0;
 }
 
+/// The stack one kernel's compile needs (emission of kMaxFusedDepth levels of expressions,
+/// then LLVM's recursion), also under the sanitizers.
+inline constexpr size_t kKernelCompileStackBytes = size_t{16} << 20;
+
+/// A thread with a stack of a chosen size (std::thread's is the process default, often 8
+/// MiB) running `f`; join() waits for it and rethrows what `f` threw. Threads inherit the
+/// starting thread's nice value.
+class StackThread {
+ public:
+  StackThread(size_t stack_bytes, std::function<void()> f) : f_(std::move(f)) {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, stack_bytes);
+    const int created = pthread_create(
+        &thread_, &attr,
+        [](void* self) -> void* {
+          auto* t = static_cast<StackThread*>(self);
+          try {
+            t->f_();
+          } catch (...) {
+            t->error_ = std::current_exception();
+          }
+          return nullptr;
+        },
+        this);
+    pthread_attr_destroy(&attr);
+    if (created != 0) throw Error("compiling: cannot start a compile thread");
+    joinable_ = true;
+  }
+  ~StackThread() {
+    if (joinable_) pthread_join(thread_, nullptr);
+  }
+  StackThread(const StackThread&) = delete;
+  StackThread& operator=(const StackThread&) = delete;
+
+  void join() {
+    if (!std::exchange(joinable_, false)) return;
+    pthread_join(thread_, nullptr);
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  std::function<void()> f_;
+  pthread_t thread_{};
+  bool joinable_ = false;
+  std::exception_ptr error_;
+};
+
 /// Runs `f` with at least `stack_bytes` of stack: on the calling thread if it has that much
 /// left, else on a new thread with a `stack_bytes` stack, waiting for it; returns what `f`
 /// returned or rethrows what it threw. Lowering recurses as deep as a kernel's expressions
@@ -44,32 +94,13 @@ template <class F>
 auto run_with_stack(size_t stack_bytes, F&& f) -> decltype(f()) {
   using Result = decltype(f());
   if (stack_left() >= stack_bytes + (size_t{256} << 10)) return f();  // room enough here: no thread
-  struct Call {
-    F* f;
+  if constexpr (std::is_void_v<Result>) {
+    StackThread(stack_bytes, [&] { f(); }).join();
+  } else {
     std::optional<Result> result;
-    std::exception_ptr error;
-  } call{&f, std::nullopt, nullptr};
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, stack_bytes);
-  pthread_t thread;
-  const int created = pthread_create(
-      &thread, &attr,
-      [](void* arg) -> void* {
-        auto* c = static_cast<Call*>(arg);
-        try {
-          c->result.emplace((*c->f)());
-        } catch (...) {
-          c->error = std::current_exception();
-        }
-        return nullptr;
-      },
-      &call);
-  pthread_attr_destroy(&attr);
-  if (created != 0) throw Error("compiling: cannot start the compile thread");
-  pthread_join(thread, nullptr);
-  if (call.error) std::rethrow_exception(call.error);
-  return *std::move(call.result);
+    StackThread(stack_bytes, [&] { result.emplace(f()); }).join();
+    return *std::move(result);
+  }
 }
 
 }  // namespace lazyjit::runtime
