@@ -350,6 +350,10 @@ TEST(Differential, ProductsFoldsViewsAndGathers) {
     expect_matches_interpreter({ir_of(amax(a, {1})), ir_of(amin(a, {0})), ir_of(argmax(a, 1)), ir_of(argmax(a, 0))},
                                "extrema " + name);
     expect_matches_interpreter({ir_of(sum(a, {1})), ir_of(sum(a, {0})), ir_of(sum(a))}, "sums " + name);
+    const Tensor positive = gt(a, 1.5), zero = eq(a, 0.0);  // some true rows and columns, some not
+    expect_matches_interpreter({ir_of(any(positive, {1})), ir_of(all(a, {0})), ir_of(any(zero, {0})),
+                                ir_of(all(logical_not(zero), {1})), ir_of(any(a)), ir_of(all(positive))},
+                               "any and all " + name);
     const Tensor index = Tensor::from_vector<int64_t>({36, 0, 5, 5, 17}, {5});
     expect_matches_interpreter({ir_of(index_select(a, 0, index)), ir_of(index_select(a, 1, index)),
                                 ir_of(cat({slice(a, 1, 3, 50, 4), slice(b, 0, 10, 47), transpose(slice(a, 1, 0, 37), 0, 1)}, 1))},

@@ -37,7 +37,7 @@ std::vector<int64_t> random_dims(std::mt19937& rng, int rank) {
 // ---------------------------------------------------------------------------------------------
 // Reductions
 
-TEST(ReduceTest, SumAmaxAminMeanMatchInterpreterOnRandomShapes) {
+TEST(ReduceTest, SumAmaxAminMeanAnyAllMatchInterpreterOnRandomShapes) {
   std::mt19937 rng(7);
   for (int trial = 0; trial < 120; ++trial) {
     const int rank = static_cast<int>(rng() % 5);
@@ -56,6 +56,8 @@ TEST(ReduceTest, SumAmaxAminMeanMatchInterpreterOnRandomShapes) {
     }
     expect_matches(sum(x, dims, keepdim), "sum " + context, folded);
     if (is_floating(dtype)) expect_matches(mean(x, dims, keepdim), "mean " + context, folded);
+    expect_matches(any(x, dims, keepdim), "any " + context);  // of nothing: false
+    expect_matches(all(x, dims, keepdim), "all " + context);  // of nothing: true
     if (empty_fold) {
       EXPECT_THROW(amax(x, dims, keepdim), Error) << context;
     } else {

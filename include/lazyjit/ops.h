@@ -91,12 +91,15 @@ Tensor clamp(const Tensor& t, Scalar lo, Scalar hi);
 
 // Reductions over `dims` (empty: every dim; negative dims count from the end). Without
 // keepdim the reduced dims are removed. Bool and integer sums are int64; mean needs a float
-// dtype; amax and amin propagate NaN and reject empty dims; argmax returns the first
+// dtype; amax and amin propagate NaN and reject empty dims; any and all take elements as
+// true where nonzero and give bool (false and true over nothing); argmax returns the first
 // maximum (NaN counts as the maximum), as int64.
 Tensor sum(const Tensor& t, std::vector<int64_t> dims = {}, bool keepdim = false);
 Tensor mean(const Tensor& t, std::vector<int64_t> dims = {}, bool keepdim = false);
 Tensor amax(const Tensor& t, std::vector<int64_t> dims = {}, bool keepdim = false);
 Tensor amin(const Tensor& t, std::vector<int64_t> dims = {}, bool keepdim = false);
+Tensor any(const Tensor& t, std::vector<int64_t> dims = {}, bool keepdim = false);
+Tensor all(const Tensor& t, std::vector<int64_t> dims = {}, bool keepdim = false);
 Tensor argmax(const Tensor& t, int64_t dim, bool keepdim = false);
 
 // Normalisation. softmax and log_softmax subtract the maximum first (no overflow).

@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "fmt/format.h"
 #include "ir/dtype_dispatch.h"
 #include "ir/philox.h"
 #include "ir/scalar_semantics.h"
@@ -158,9 +159,9 @@ int64_t ravel(std::span<const int64_t> index, const Shape& shape) {
   return linear;
 }
 
-/// Sum, amax, amin, argmax: input elements in row-major order, each folded into its output
-/// element (so every output sees its inputs in increasing index order). Float sums are
-/// accumulated in double and rounded once.
+/// Folds: input elements in row-major order, each folded into its output element (so every
+/// output sees its inputs in increasing index order) by the row's LAZYJIT_FOLD rule; argmax
+/// by its own. Float sums are accumulated in double and rounded once.
 HostTensor eval_reduce(const Node& node, const HostTensor& in) {
   HostTensor out = make_host(node.dtype(), node.shape());
   const int64_t n = in.numel(), m = out.numel();
@@ -182,27 +183,25 @@ HostTensor eval_reduce(const Node& node, const HostTensor& in) {
     });
     return out;
   }
+  const std::optional<FoldInfo> fold = fold_info(node.op());
+  if (!fold.has_value()) throw Error(fmt::format("the interpreter has no rule for the fold {}", op_name(node.op())));
   dispatch_dtype(in.dtype, [&]<class T>(T) {
     dispatch_dtype(node.dtype(), [&]<class R>(R) {
-      if (node.op() == OpKind::Sum) {
-        using Acc = std::conditional_t<std::is_floating_point_v<R>, double, uint64_t>;
-        std::vector<Acc> acc(m, Acc{0});
-        for (int64_t i = 0; i < n; ++i) {
-          acc[ravel(unravel(i, in.shape), node.shape())] += static_cast<Acc>(static_cast<R>(get<T>(in, i)));
-        }
-        for (int64_t o = 0; o < m; ++o) set<R>(out, o, static_cast<R>(acc[o]));
-        return;
-      }
-      if constexpr (std::is_same_v<T, R>) {
-        const OpKind fold = node.op() == OpKind::Amax ? OpKind::Maximum : OpKind::Minimum;
-        std::vector<bool> started(m, false);
+      auto fold_in = [&]<class Acc>(Acc) {
+        std::vector<Acc> acc(m, semantics::fold_start<Acc>(fold->start));
         for (int64_t i = 0; i < n; ++i) {
           const int64_t o = ravel(unravel(i, in.shape), node.shape());
-          T x[3] = {get<T>(out, o), get<T>(in, i), T{}};
-          set<T>(out, o, started[o] ? semantics::apply_same<T>(fold, x) : x[1]);
-          started[o] = true;
+          const Acc x[3] = {acc[o], static_cast<Acc>(static_cast<R>(get<T>(in, i))), Acc{}};
+          acc[o] = semantics::apply_same<Acc>(fold->combine, x);
         }
+        for (int64_t o = 0; o < m; ++o) set<R>(out, o, static_cast<R>(acc[o]));
+      };
+      // The exact reference: a float sum accumulates in double and rounds once. Every other
+      // fold combines in the result dtype, as the kernels do.
+      if constexpr (std::is_floating_point_v<R>) {
+        if (fold->combine == OpKind::Add) return fold_in(double{});
       }
+      fold_in(R{});
     });
   });
   return out;

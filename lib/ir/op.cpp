@@ -1,6 +1,7 @@
 // The op table expanded into an array of OpInfo.
 #include "ir/op.h"
 
+#include <algorithm>
 #include <array>
 
 namespace lazyjit::ir {
@@ -12,7 +13,21 @@ constexpr std::array<OpInfo, kNumOps> kOpTable = {{
 #include "ir/ops.def"
 }};
 
+constexpr std::array<std::optional<FoldInfo>, kNumOps> kFoldTable = [] {
+  std::array<std::optional<FoldInfo>, kNumOps> table{};
+#define LAZYJIT_OP(Name, text, arity, rule, admits, access)
+#define LAZYJIT_FOLD(Name, combine, start) table[static_cast<size_t>(OpKind::Name)] = FoldInfo{OpKind::combine, FoldStart::start};
+#include "ir/ops.def"
+  return table;
+}();
+
 }  // namespace
+
+std::optional<FoldInfo> fold_info(OpKind op) { return kFoldTable[static_cast<size_t>(op)]; }
+
+bool is_fold_combine(OpKind op) {
+  return std::any_of(kFoldTable.begin(), kFoldTable.end(), [&](const auto& f) { return f && f->combine == op; });
+}
 
 const OpInfo& op_info(OpKind op) { return kOpTable[static_cast<size_t>(op)]; }
 

@@ -69,6 +69,24 @@ inline std::string_view op_name(OpKind op) { return op_info(op).name; }
 /// The op whose text name is `name`, if any.
 std::optional<OpKind> op_from_name(std::string_view name);
 
+/// Where a fold starts: its combine's identity in the dtype.
+enum class FoldStart : uint8_t {
+  Zero,     ///< 0 (false)
+  Lowest,   ///< -inf, the integer minimum, false: below every value
+  Highest,  ///< +inf, the integer maximum, true: above every value
+};
+
+/// How a fold combines its elements (the LAZYJIT_FOLD line of its row).
+struct FoldInfo {
+  OpKind combine;   ///< an elementwise op of the result dtype, accumulator first
+  FoldStart start;
+};
+/// The fold rule of `op`, or none for an op that is not a fold or folds by a rule of its own
+/// (argmax).
+std::optional<FoldInfo> fold_info(OpKind op);
+/// Whether some fold combines with `op` (a kernel IR fold may).
+bool is_fold_combine(OpKind op);
+
 /// Whether `admits` accepts operands of `dtype`.
 bool admits_dtype(Admits admits, DType dtype);
 

@@ -120,6 +120,20 @@ bool apply_compare(OpKind op, T a, T b) {
   }
 }
 
+/// The value a fold starts from (ir::FoldStart) in compute type T.
+template <class T>
+T fold_start(FoldStart start) {
+  if (start == FoldStart::Zero) return T{0};
+  const bool low = start == FoldStart::Lowest;
+  if constexpr (std::is_same_v<T, bool>) {
+    return !low;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return low ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+  } else {
+    return low ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
+  }
+}
+
 /// Whether argmax moves from `best` to a later `v`: v is larger, or v is the first NaN
 /// (NaN counts as the maximum; the first maximum wins), as PyTorch's argmax.
 template <class T>

@@ -34,7 +34,9 @@ absl::StatusOr<Shape> reduce_shape(OpKind op, const OpInfo& info, const Shape& i
     if (dims[i] < 0 || dims[i] >= static_cast<int64_t>(in.size()) || (i > 0 && dims[i] <= dims[i - 1])) {
       return invalid(fmt::format("{}: dims {} must be ascending and in [0, {})", info.name, dims_text(dims), in.size()));
     }
-    if (in[dims[i]] == 0 && op != OpKind::Sum) {
+    const std::optional<FoldInfo> fold = fold_info(op);
+    const bool extremum = !fold.has_value() || fold->combine == OpKind::Maximum || fold->combine == OpKind::Minimum;
+    if (in[dims[i]] == 0 && extremum) {  // as PyTorch: amax, amin and argmax of nothing are errors
       return invalid(fmt::format("{}: cannot reduce dim {} of size 0 (shape {}): there is no identity",
                                  info.name, dims[i], shape_to_string(in)));
     }
@@ -216,10 +218,9 @@ absl::StatusOr<std::pair<DType, Shape>> structured_result(OpKind op, std::span<c
   };
 
   absl::StatusOr<Shape> shape = in;
-  switch (op) {
-    case OpKind::Sum: case OpKind::Amax: case OpKind::Amin:
-      shape = reduce_shape(op, info, in, attrs);
-      break;
+  if (fold_info(op).has_value()) {  // every fold by a combine: sum's rule
+    shape = reduce_shape(op, info, in, attrs);
+  } else switch (op) {
     case OpKind::Argmax:
       if (attrs.size() != 1) return invalid("argmax: expected attrs {dim}");
       shape = reduce_shape(op, info, in, attrs);

@@ -4,6 +4,8 @@
 #include <functional>
 #include <limits>
 
+#include "ir/dtype_dispatch.h"
+#include "ir/scalar_semantics.h"
 #include "lowering/fusion.h"
 #include "lowering/kernel_context.h"
 
@@ -97,21 +99,18 @@ class Rows {
     c.k.kernel().count = count;
   }
 
-  /// A lone sum, amax or amin that keeps the innermost dim (`sum(x, 0)`): folding one output
+  /// A lone fold by a combine (sum, amax, amin, ...) that keeps the innermost dim (`sum(x, 0)`): folding one output
   /// element at a time would read its inputs a stride apart, so it folds whole runs of the
   /// innermost dim at once instead, in the output buffer. Not when that buffer was donated
   /// by the input (the fold folds over size-1 dims): the identity would overwrite the input.
   bool folds_columns(const std::vector<int>& kept) const {
     if (c.spec.stages.size() != 1 || kept.empty() || kept.back() != c.node(c.spec.domain).rank() - 1) return false;
-    const OpKind op = c.node(c.spec.stages[0]).op();
-    if (op != OpKind::Sum && op != OpKind::Amax && op != OpKind::Amin) return false;
+    if (!ir::fold_info(c.node(c.spec.stages[0]).op()).has_value()) return false;
     if (!c.spec.results.empty() && c.output_buffer(c.spec.results[0]) != c.num_parameters + c.spec.results[0]) return false;
     return !c.spec.results.empty() || !c.spec.temps.empty();
   }
 
-  static OpKind combine_of(OpKind fold) {
-    return fold == OpKind::Sum ? OpKind::Add : fold == OpKind::Amin ? OpKind::Minimum : OpKind::Maximum;
-  }
+  static OpKind combine_of(OpKind fold) { return ir::fold_info(fold)->combine; }
 
   /// Iterations are the kept elements, as in rows(); each run of them along the innermost
   /// dim starts at the fold's identity in the first output buffer and takes in the reduced
@@ -209,14 +208,18 @@ class Rows {
     return argmax ? c.k.local(where) : c.k.local(acc);
   }
 
+  /// Where fold `op` starts (argmax: below every value).
   Id identity(OpKind op, DType dtype) {
-    if (op == OpKind::Sum) return c.k.constant(dtype, 0);
-    const bool low = op == OpKind::Amax || op == OpKind::Argmax;  // start below every value
-    if (is_floating(dtype)) return c.k.float_constant(dtype, low ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity());
-    if (dtype == DType::Bool) return c.k.constant(dtype, low ? 0 : 1);
-    const int bits = static_cast<int>(dtype_size(dtype)) * 8;
-    const int64_t lowest = bits == 64 ? std::numeric_limits<int64_t>::min() : -(int64_t{1} << (bits - 1));
-    return c.k.constant(dtype, low ? lowest : -(lowest + 1));
+    const std::optional<ir::FoldInfo> fold = ir::fold_info(op);
+    const ir::FoldStart start = fold.has_value() ? fold->start : ir::FoldStart::Lowest;
+    return ir::dispatch_dtype(dtype, [&]<class T>(T) {
+      const T value = ir::semantics::fold_start<T>(start);
+      if constexpr (std::is_floating_point_v<T>) {
+        return c.k.float_constant(dtype, static_cast<double>(value));
+      } else {
+        return c.k.constant(dtype, static_cast<int64_t>(value));
+      }
+    });
   }
 
  private:

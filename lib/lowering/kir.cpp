@@ -420,7 +420,7 @@ class Verifier {
           }
           break;
         case Stmt::Kind::Fold:
-          if (s.op != ir::OpKind::Add && s.op != ir::OpKind::Maximum && s.op != ir::OpKind::Minimum) {
+          if (!ir::is_fold_combine(s.op)) {
             return fail(fmt::format("a fold into l{} combines with {}", s.slot, ir::op_name(s.op)));
           }
           [[fallthrough]];

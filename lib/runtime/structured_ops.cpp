@@ -85,10 +85,14 @@ ir::NodePtr finish_reduce(ir::NodePtr node, const ir::Node::Attrs& dims, bool ke
   return reshape_node(std::move(node), std::move(shape));
 }
 
+/// Fold `op` (a row with a LAZYJIT_FOLD rule) over `dims` (PyTorch's conventions).
 ir::NodePtr reduce(OpKind op, ir::NodePtr x, const std::vector<int64_t>& dims, bool keepdim) {
-  const ir::Node::Attrs attrs = reduced_dims(ir::op_name(op), dims, x->rank());
-  if (attrs.empty()) {  // nothing to fold: sum still converts to its dtype
-    return op == OpKind::Sum && !is_floating(x->dtype()) ? ir::make_cast(std::move(x), DType::Int64) : x;
+  const ir::OpInfo& info = ir::op_info(op);
+  if (info.admits == ir::Admits::Bool && x->dtype() != DType::Bool) x = ir::make_cast(std::move(x), DType::Bool);
+  const ir::Node::Attrs attrs = reduced_dims(info.name, dims, x->rank());
+  if (attrs.empty()) {  // nothing to fold: a sum still converts to its dtype
+    return info.dtype_rule == ir::DTypeRule::Sum && !is_floating(x->dtype()) ? ir::make_cast(std::move(x), DType::Int64)
+                                                                              : x;
   }
   return finish_reduce(check(ir::make_structured(op, {std::move(x)}, attrs)), attrs, keepdim);
 }
@@ -157,6 +161,14 @@ Tensor amax(const Tensor& t, std::vector<int64_t> dims, bool keepdim) {
 
 Tensor amin(const Tensor& t, std::vector<int64_t> dims, bool keepdim) {
   return pending(reduce(OpKind::Amin, value_of(t, "amin"), dims, keepdim));
+}
+
+Tensor any(const Tensor& t, std::vector<int64_t> dims, bool keepdim) {
+  return pending(reduce(OpKind::Any, value_of(t, "any"), dims, keepdim));
+}
+
+Tensor all(const Tensor& t, std::vector<int64_t> dims, bool keepdim) {
+  return pending(reduce(OpKind::All, value_of(t, "all"), dims, keepdim));
 }
 
 Tensor argmax(const Tensor& t, int64_t dim, bool keepdim) {

@@ -18,8 +18,8 @@ namespace lazyjit::runtime::tier0 {
 using BlockFn = void (*)(const void* const* operands, void* out, int64_t n);
 /// `out[i]` = the Rand or Randn value of (seed, counters[i]).
 using RandomFn = void (*)(uint64_t seed, const int64_t* counters, void* out, int64_t n);
-/// `*accumulator = combine(*accumulator, values[0..n))`: in order for Maximum and Minimum
-/// (whose result does not depend on it) and integers; a float Add sums the block in
+/// `*accumulator = combine(*accumulator, values[0..n))`: in order for every combine but a
+/// float Add; a float Add sums the block in
 /// kFoldLanes lanes (element i into lane i % kFoldLanes) and adds their fixed-order total.
 using FoldFn = void (*)(const void* values, int64_t n, void* accumulator);
 /// The micro-kernel of kir::MicroKernel: tile[r][j] = sum over kk < k of A(r, kk) * B(kk, j)
@@ -39,7 +39,7 @@ struct BlockTable {
   BlockFn select[kNumDTypes] = {};                ///< (bool, T, T) to T
   BlockFn cast[kNumDTypes][kNumDTypes] = {};      ///< [from][to]
   RandomFn random[2][2] = {};                     ///< [Randn?][Float64?]
-  FoldFn fold[3][kNumDTypes] = {};                ///< [Add, Maximum, Minimum][dtype]
+  FoldFn fold[ir::kNumOps][kNumDTypes] = {};      ///< by combine (ir::fold_info) and dtype
   MicroKernelFn matmul[kNumDTypes] = {};
 };
 

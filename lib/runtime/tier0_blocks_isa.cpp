@@ -386,9 +386,9 @@ void fill_dtype(BlockTable& t) {
   t.cast[d][static_cast<int>(DType::Int64)] = &cast<T, int64_t>;
   t.cast[d][static_cast<int>(DType::Float32)] = &cast<T, float>;
   t.cast[d][static_cast<int>(DType::Float64)] = &cast<T, double>;
-  t.fold[0][d] = &fold<OpKind::Add, T>;
-  t.fold[1][d] = &fold<OpKind::Maximum, T>;
-  t.fold[2][d] = &fold<OpKind::Minimum, T>;
+#define LAZYJIT_OP(Name, text, arity, rule, admits, access)
+#define LAZYJIT_FOLD(Name, combine, start) t.fold[static_cast<int>(OpKind::combine)][d] = &fold<OpKind::combine, T>;
+#include "ir/ops.def"
   if constexpr (D != DType::Bool) t.matmul[d] = &micro_kernel<T>;
 }
 

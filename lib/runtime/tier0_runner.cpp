@@ -212,8 +212,7 @@ class Runner {
 
  private:
   tier0::FoldFn fold(ir::OpKind op, DType dtype) const {
-    const int which = op == ir::OpKind::Add ? 0 : op == ir::OpKind::Maximum ? 1 : 2;
-    return p_.table->fold[which][static_cast<int>(dtype)];
+    return p_.table->fold[static_cast<int>(op)][static_cast<int>(dtype)];
   }
 
   void fail(const Stmt& check, int64_t offending) {
