@@ -308,6 +308,8 @@ TEST(OpErrorTest, BadDimsShapesAndDtypesNameTheOpAndValues) {
   expect_error([&] { amax(zeros({2, 0}), {1}); },
                "amax: cannot reduce dim 1 of size 0 (shape [2,0]): there is no identity");
   expect_error([&] { argmax(Tensor::from_vector<bool>({true}, {1}), 0); }, "argmax: bool operands are not supported");
+  expect_error([&] { sign(Tensor::from_vector<bool>({true}, {1})); }, "sign: bool operands are not supported");
+  expect_error([&] { any(x, {0, 2}); }, "any: dim 2 is out of range for a tensor of rank 2 (expected -2 to 1)");
   expect_error([&] { softmax(x, -3); }, "softmax: dim -3 is out of range for a tensor of rank 2 (expected -2 to 1)");
   expect_error([&] { layer_norm(x, 3); }, "layer_norm: normalized_ndim 3 must be in [1, 2] for input shape [2,3]");
   expect_error([&] { layer_norm(x, 1, zeros({2})); },

@@ -86,6 +86,12 @@ Tensor sigmoid(const Tensor& t);
 Tensor relu(const Tensor& t);
 Tensor gelu(const Tensor& t);  ///< exact (erf) form, as PyTorch's default
 Tensor erf(const Tensor& t);   ///< the error function
+/// Rounding: floor, ceil and round (halves to even, as PyTorch) keep integer tensors as
+/// they are. sign is -1, 0 or 1 (NaN gives 0). Their gradients are 0.
+Tensor floor(const Tensor& t);
+Tensor ceil(const Tensor& t);
+Tensor round(const Tensor& t);
+Tensor sign(const Tensor& t);
 /// min(max(t, lo), hi); NaN stays NaN; when lo > hi every element becomes hi (as PyTorch).
 Tensor clamp(const Tensor& t, Scalar lo, Scalar hi);
 

@@ -151,6 +151,10 @@ Value* emit_int(IRBuilder<>& b, OpKind op, std::span<Value* const> a) {
     case OpKind::Neg: return b.CreateNeg(a[0]);
     case OpKind::Abs: return b.CreateIntrinsic(llvm::Intrinsic::abs, {a[0]->getType()}, {a[0], b.getFalse()});
     case OpKind::Relu: return intrinsic(b, llvm::Intrinsic::smax, {a[0], iconst(a[0], 0)});
+    case OpKind::Floor: case OpKind::Ceil: case OpKind::Round: return a[0];
+    case OpKind::Sign:
+      return b.CreateSub(b.CreateZExt(b.CreateICmpSGT(a[0], iconst(a[0], 0)), a[0]->getType()),
+                         b.CreateZExt(b.CreateICmpSLT(a[0], iconst(a[0], 0)), a[0]->getType()));
     case OpKind::Clamp: {
       Value* t = b.CreateSelect(b.CreateICmpSLT(a[0], a[1]), a[1], a[0]);
       return b.CreateSelect(b.CreateICmpSGT(t, a[2]), a[2], t);
@@ -173,6 +177,12 @@ Value* emit_float(IRBuilder<>& b, OpKind op, std::span<Value* const> a) {
     case OpKind::Neg: return b.CreateFNeg(x);
     case OpKind::Abs: return intrinsic(b, I::fabs, {x});
     case OpKind::Relu: return b.CreateSelect(b.CreateFCmpOLT(x, fconst(x, 0.0)), fconst(x, 0.0), x);
+    case OpKind::Floor: return intrinsic(b, I::floor, {x});
+    case OpKind::Ceil: return intrinsic(b, I::ceil, {x});
+    case OpKind::Round: return intrinsic(b, I::roundeven, {x});
+    case OpKind::Sign:  // NaN compares false both ways: 0
+      return b.CreateFSub(b.CreateUIToFP(b.CreateFCmpOGT(x, fconst(x, 0.0)), x->getType()),
+                          b.CreateUIToFP(b.CreateFCmpOLT(x, fconst(x, 0.0)), x->getType()));
     case OpKind::Clamp: {
       Value* t = b.CreateSelect(b.CreateFCmpOLT(x, a[1]), a[1], x);
       return b.CreateSelect(b.CreateFCmpOGT(t, a[2]), a[2], t);

@@ -75,6 +75,8 @@ T apply_same(OpKind op, const T* x) {
       case OpKind::Neg: return wrap_sub(T(0), x[0]);
       case OpKind::Abs: return x[0] < 0 ? wrap_sub(T(0), x[0]) : x[0];
       case OpKind::Relu: return x[0] < 0 ? T(0) : x[0];
+      case OpKind::Floor: case OpKind::Ceil: case OpKind::Round: return x[0];
+      case OpKind::Sign: return T((x[0] > 0) - (x[0] < 0));
       case OpKind::Clamp: { T t = x[0] < x[1] ? x[1] : x[0]; return t > x[2] ? x[2] : t; }
       default: return 0;
     }
@@ -90,6 +92,10 @@ T apply_same(OpKind op, const T* x) {
       case OpKind::Neg: return -x[0];
       case OpKind::Abs: return std::fabs(x[0]);
       case OpKind::Relu: return x[0] < 0 ? T(0) : x[0];
+      case OpKind::Floor: return std::floor(x[0]);
+      case OpKind::Ceil: return std::ceil(x[0]);
+      case OpKind::Round: return std::nearbyint(x[0]);  // the default rounding: halves to even
+      case OpKind::Sign: return T((x[0] > 0) - (x[0] < 0));
       case OpKind::Clamp: { T t = x[0] < x[1] ? x[1] : x[0]; return t > x[2] ? x[2] : t; }
       case OpKind::Exp: return std::exp(x[0]);
       case OpKind::Log: return std::log(x[0]);

@@ -55,6 +55,14 @@ Tensor splat(const char* op, const std::vector<int64_t>& shape, Scalar value, DT
 
 }  // namespace
 
+// The elementwise rows' functions (their LAZYJIT_API lines); the overloads below are by hand.
+#define LAZYJIT_OP(Name, text, arity, rule, admits, access)
+#define LAZYJIT_API1(Name, function) \
+  Tensor function(const Tensor& a) { return unary(OpKind::Name, a); }
+#define LAZYJIT_API2(Name, function) \
+  Tensor function(const Tensor& a, const Tensor& b) { return binary(OpKind::Name, a, b); }
+#include "ir/ops.def"
+
 Tensor full(std::vector<int64_t> shape, Scalar value, DType dtype) { return splat("full", shape, value, dtype); }
 Tensor zeros(std::vector<int64_t> shape, DType dtype) { return splat("zeros", shape, 0, dtype); }
 Tensor ones(std::vector<int64_t> shape, DType dtype) { return splat("ones", shape, 1, dtype); }
@@ -64,14 +72,7 @@ Tensor arange(int64_t n, DType dtype) {
   return detail::make_pending(*std::move(node));
 }
 
-Tensor add(const Tensor& a, const Tensor& b) { return binary(OpKind::Add, a, b); }
-Tensor sub(const Tensor& a, const Tensor& b) { return binary(OpKind::Sub, a, b); }
-Tensor mul(const Tensor& a, const Tensor& b) { return binary(OpKind::Mul, a, b); }
-Tensor div(const Tensor& a, const Tensor& b) { return binary(OpKind::Div, a, b); }
-Tensor pow(const Tensor& a, const Tensor& b) { return binary(OpKind::Pow, a, b); }
 Tensor pow(const Tensor& a, Scalar b) { return binary(OpKind::Pow, a, b); }
-Tensor maximum(const Tensor& a, const Tensor& b) { return binary(OpKind::Maximum, a, b); }
-Tensor minimum(const Tensor& a, const Tensor& b) { return binary(OpKind::Minimum, a, b); }
 
 Tensor operator+(const Tensor& a, const Tensor& b) { return binary(OpKind::Add, a, b); }
 Tensor operator-(const Tensor& a, const Tensor& b) { return binary(OpKind::Sub, a, b); }
@@ -87,21 +88,12 @@ Tensor operator*(Scalar a, const Tensor& b) { return binary(OpKind::Mul, a, b); 
 Tensor operator/(Scalar a, const Tensor& b) { return binary(OpKind::Div, a, b); }
 Tensor operator-(const Tensor& a) { return unary(OpKind::Neg, a); }
 
-Tensor eq(const Tensor& a, const Tensor& b) { return binary(OpKind::Eq, a, b); }
-Tensor ne(const Tensor& a, const Tensor& b) { return binary(OpKind::Ne, a, b); }
-Tensor lt(const Tensor& a, const Tensor& b) { return binary(OpKind::Lt, a, b); }
-Tensor le(const Tensor& a, const Tensor& b) { return binary(OpKind::Le, a, b); }
-Tensor gt(const Tensor& a, const Tensor& b) { return binary(OpKind::Gt, a, b); }
-Tensor ge(const Tensor& a, const Tensor& b) { return binary(OpKind::Ge, a, b); }
 Tensor eq(const Tensor& a, Scalar b) { return binary(OpKind::Eq, a, b); }
 Tensor ne(const Tensor& a, Scalar b) { return binary(OpKind::Ne, a, b); }
 Tensor lt(const Tensor& a, Scalar b) { return binary(OpKind::Lt, a, b); }
 Tensor le(const Tensor& a, Scalar b) { return binary(OpKind::Le, a, b); }
 Tensor gt(const Tensor& a, Scalar b) { return binary(OpKind::Gt, a, b); }
 Tensor ge(const Tensor& a, Scalar b) { return binary(OpKind::Ge, a, b); }
-Tensor logical_and(const Tensor& a, const Tensor& b) { return binary(OpKind::LogicalAnd, a, b); }
-Tensor logical_or(const Tensor& a, const Tensor& b) { return binary(OpKind::LogicalOr, a, b); }
-Tensor logical_not(const Tensor& a) { return unary(OpKind::LogicalNot, a); }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   return trace(OpKind::Where, {value_of(cond, OpKind::Where), value_of(a, OpKind::Where), value_of(b, OpKind::Where)});
@@ -128,19 +120,6 @@ Tensor masked_fill(const Tensor& t, const Tensor& mask, Scalar value) {
   return where(mask, value, t);
 }
 
-Tensor neg(const Tensor& t) { return unary(OpKind::Neg, t); }
-Tensor abs(const Tensor& t) { return unary(OpKind::Abs, t); }
-Tensor exp(const Tensor& t) { return unary(OpKind::Exp, t); }
-Tensor log(const Tensor& t) { return unary(OpKind::Log, t); }
-Tensor sqrt(const Tensor& t) { return unary(OpKind::Sqrt, t); }
-Tensor rsqrt(const Tensor& t) { return unary(OpKind::Rsqrt, t); }
-Tensor sin(const Tensor& t) { return unary(OpKind::Sin, t); }
-Tensor cos(const Tensor& t) { return unary(OpKind::Cos, t); }
-Tensor tanh(const Tensor& t) { return unary(OpKind::Tanh, t); }
-Tensor sigmoid(const Tensor& t) { return unary(OpKind::Sigmoid, t); }
-Tensor relu(const Tensor& t) { return unary(OpKind::Relu, t); }
-Tensor gelu(const Tensor& t) { return unary(OpKind::Gelu, t); }
-Tensor erf(const Tensor& t) { return unary(OpKind::Erf, t); }
 Tensor clamp(const Tensor& t, Scalar lo, Scalar hi) {
   return trace(OpKind::Clamp, {value_of(t, OpKind::Clamp), scalar_like(lo, t, OpKind::Clamp),
                                scalar_like(hi, t, OpKind::Clamp)});
