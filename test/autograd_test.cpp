@@ -316,6 +316,9 @@ void add_view_cases(CaseTable& t) {
   t.add("transpose", OpKind::Permute, {{{a, b}}}, [](const auto& x) { return transpose(x[0], 0, 1); });
   t.add("transpose_last_first", OpKind::Permute, {{{a, b, c}}}, [](const auto& x) { return transpose(x[0], -1, 0); });
 
+  t.add("flip_last", OpKind::Flip, {{{a, b}}}, [](const auto& x) { return flip(x[0], {-1}); });
+  t.add("flip_two", OpKind::Flip, {{{a, b, c}}}, [](const auto& x) { return flip(x[0], {2, 0}); });
+
   t.add("expand_column", OpKind::Expand, {{{a, 1}}}, [=](const auto& x) { return expand(x[0], {a, b}); });
   t.add("expand_new_dims", OpKind::Expand, {{{b}}}, [=](const auto& x) { return expand(x[0], {2, a, b}); });
   t.add("expand_one", OpKind::Expand, {{{1}}}, [=](const auto& x) { return expand(x[0], {c}); });

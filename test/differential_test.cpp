@@ -356,7 +356,8 @@ TEST(Differential, ProductsFoldsViewsAndGathers) {
                                "any and all " + name);
     const Tensor index = Tensor::from_vector<int64_t>({36, 0, 5, 5, 17}, {5});
     expect_matches_interpreter({ir_of(index_select(a, 0, index)), ir_of(index_select(a, 1, index)),
-                                ir_of(cat({slice(a, 1, 3, 50, 4), slice(b, 0, 10, 47), transpose(slice(a, 1, 0, 37), 0, 1)}, 1))},
+                                ir_of(cat({slice(a, 1, 3, 50, 4), slice(b, 0, 10, 47), transpose(slice(a, 1, 0, 37), 0, 1)}, 1)),
+                                ir_of(flip(a, {0, 1}) * 2), ir_of(flip(transpose(b, 0, 1), {1}))},
                                "gathers and views " + name);
   }
 }

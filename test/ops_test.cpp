@@ -221,6 +221,9 @@ TEST(ViewTest, EveryViewMatchesInterpreterForEveryDtype) {
     expect_matches(cat({slice(x, 1, 0, 0), y, slice(x, 1, 3, 3)}, 1), "cat with empty parts " + d);
     expect_matches(squeeze(unsqueeze(x, -1), 3), "squeeze/unsqueeze " + d);
     expect_matches(unsqueeze(x, 0), "unsqueeze " + d);
+    expect_matches(flip(x, {0, -1}), "flip " + d);
+    expect_matches(flip(transpose(x, 0, 1), {1}) + 0, "flip of a transpose, computed " + d);
+    expect_matches(flip(slice(x, 1, 1, 1), {1}), "flip of an empty dim " + d);
   }
 }
 
@@ -309,6 +312,8 @@ TEST(OpErrorTest, BadDimsShapesAndDtypesNameTheOpAndValues) {
                "amax: cannot reduce dim 1 of size 0 (shape [2,0]): there is no identity");
   expect_error([&] { argmax(Tensor::from_vector<bool>({true}, {1}), 0); }, "argmax: bool operands are not supported");
   expect_error([&] { sign(Tensor::from_vector<bool>({true}, {1})); }, "sign: bool operands are not supported");
+  expect_error([&] { flip(x, {1, -1}); }, "flip: dims [1, -1] name a dim twice");
+  expect_error([&] { flip(x, {2}); }, "flip: dim 2 is out of range for a tensor of rank 2 (expected -2 to 1)");
   expect_error([&] { any(x, {0, 2}); }, "any: dim 2 is out of range for a tensor of rank 2 (expected -2 to 1)");
   expect_error([&] { softmax(x, -3); }, "softmax: dim -3 is out of range for a tensor of rank 2 (expected -2 to 1)");
   expect_error([&] { layer_norm(x, 3); }, "layer_norm: normalized_ndim 3 must be in [1, 2] for input shape [2,3]");

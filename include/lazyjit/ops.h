@@ -129,6 +129,8 @@ Tensor reshape(const Tensor& t, std::vector<int64_t> shape);
 Tensor transpose(const Tensor& t, int64_t dim0, int64_t dim1);
 /// Result dim d is dim dims[d] of `t`.
 Tensor permute(const Tensor& t, std::vector<int64_t> dims);
+/// The elements in reverse order along each of `dims` (negative dims count from the end).
+Tensor flip(const Tensor& t, std::vector<int64_t> dims);
 /// Broadcast to `shape` (new dims on the left; -1 keeps a dim).
 Tensor expand(const Tensor& t, std::vector<int64_t> shape);
 /// Elements start, start+step, ... before end along `dim` (Python slicing: negative start

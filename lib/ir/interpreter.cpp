@@ -207,9 +207,25 @@ HostTensor eval_reduce(const Node& node, const HostTensor& in) {
   return out;
 }
 
+/// Index arithmetic on numbers, for the index maps of ir/structured.cpp.
+class Numbers final : public IndexArith {
+ public:
+  explicit Numbers(const Shape& operand) : operand_(operand) {}
+  Value constant(int64_t c) override { return c; }
+  Value add(Value a, Value b) override { return a + b; }
+  Value sub(Value a, Value b) override { return a - b; }
+  Value mul(Value a, Value b) override { return a * b; }
+  Value operand_size(int d) override { return operand_[d]; }
+
+ private:
+  const Shape& operand_;
+};
+
 /// Views: each output element copies one operand element.
 HostTensor eval_view(const Node& node, const std::vector<const HostTensor*>& args) {
   HostTensor out = make_host(node.dtype(), node.shape());
+  Numbers numbers(args[0]->shape);
+  std::vector<int64_t> in_index;
   const size_t size = dtype_size(node.dtype());
   const int64_t n = out.numel();
   for (int64_t i = 0; i < n; ++i) {
@@ -228,19 +244,6 @@ HostTensor eval_view(const Node& node, const std::vector<const HostTensor*>& arg
     int64_t from = i;
     switch (node.op()) {
       case OpKind::Reshape: break;
-      case OpKind::Permute: {
-        std::vector<int64_t> in(index.size());
-        for (size_t d = 0; d < index.size(); ++d) in[node.attrs()[d]] = index[d];
-        from = ravel(in, source->shape);
-        break;
-      }
-      case OpKind::Expand: from = ravel(index, source->shape); break;
-      case OpKind::Slice: {
-        const int64_t dim = node.attrs()[0];
-        index[dim] = node.attrs()[1] + node.attrs()[2] * index[dim];
-        from = ravel(index, source->shape);
-        break;
-      }
       case OpKind::IndexSelect:
       case OpKind::Gather: {  // the index of element i: index[dim] of the rank-1 indices, or i of b's shape
         const int64_t dim = node.attrs()[0];
@@ -260,7 +263,12 @@ HostTensor eval_view(const Node& node, const std::vector<const HostTensor*>& arg
         from = ravel(index, source->shape);
         break;
       }
-      default: break;
+      default:  // index arithmetic alone, shared with the lowering
+        if (!operand_index(node, numbers, index, in_index)) {
+          throw Error(fmt::format("the interpreter has no rule for the view {}", op_name(node.op())));
+        }
+        from = ravel(in_index, source->shape);
+        break;
     }
     std::memcpy(out.bytes.data() + i * size, source->bytes.data() + from * size, size);
   }

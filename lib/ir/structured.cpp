@@ -248,6 +248,13 @@ absl::StatusOr<std::pair<DType, Shape>> structured_result(OpKind op, std::span<c
       if (absl::Status s = check_slice(in, attrs, *given); !s.ok()) return s;
       shape = *given;
       break;
+    case OpKind::Flip:
+      for (size_t i = 0; i < attrs.size(); ++i) {
+        if (attrs[i] < 0 || attrs[i] >= static_cast<int64_t>(in.size()) || (i > 0 && attrs[i] <= attrs[i - 1])) {
+          return invalid(fmt::format("flip: dims {} must be ascending and in [0, {})", dims_text(attrs), in.size()));
+        }
+      }
+      break;
     case OpKind::Cat:
       shape = cat_shape(operands, attrs);
       break;
@@ -285,6 +292,36 @@ absl::StatusOr<NodePtr> make_structured(OpKind op, Node::Operands operands, Node
   if (!result.ok()) return result.status();
   auto& [dtype, shape] = *result;
   return std::make_shared<Node>(op, dtype, std::move(shape), std::move(operands), std::move(attrs));
+}
+
+bool operand_index(const Node& node, IndexArith& arith, std::span<const IndexArith::Value> index,
+                   std::vector<IndexArith::Value>& operand) {
+  const Node::Attrs& attrs = node.attrs();
+  const Shape& in = node.operands()[0]->shape();
+  operand.assign(index.begin(), index.end());
+  switch (node.op()) {
+    case OpKind::Permute:  // result dim d is operand dim attrs[d]
+      for (size_t d = 0; d < index.size(); ++d) operand[attrs[d]] = index[d];
+      return true;
+    case OpKind::Slice:  // {dim, start, step}
+      operand[attrs[0]] = arith.add(arith.constant(attrs[1]), arith.mul(index[attrs[0]], arith.constant(attrs[2])));
+      return true;
+    case OpKind::Flip:  // the reversed dims read from their ends
+      for (int64_t d : attrs) {
+        const int dim = static_cast<int>(d);
+        operand[d] = arith.sub(arith.sub(arith.operand_size(dim), arith.constant(1)), index[d]);
+      }
+      return true;
+    case OpKind::Expand: {  // right-aligned; a dim of size 1 is read at 0
+      const size_t offset = index.size() - in.size();
+      operand.assign(index.begin() + static_cast<std::ptrdiff_t>(offset), index.end());
+      for (size_t d = 0; d < in.size(); ++d) {
+        if (in[d] == 1) operand[d] = arith.constant(0);
+      }
+      return true;
+    }
+    default: return false;
+  }
 }
 
 std::string index_error(OpKind op, const Node::Attrs& attrs, int64_t index, int64_t size) {

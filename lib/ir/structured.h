@@ -4,6 +4,7 @@
 #pragma once
 
 #include <span>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "ir/node.h"
@@ -20,6 +21,29 @@ absl::StatusOr<std::pair<DType, Shape>> structured_result(OpKind op, std::span<c
 /// callers convert them first (cat and matmul take one dtype).
 absl::StatusOr<NodePtr> make_structured(OpKind op, Node::Operands operands, Node::Attrs attrs,
                                         const Shape* given = nullptr);
+
+/// Index arithmetic in which an index map is written once: the interpreter runs it on
+/// numbers, the lowering on kernel IR index expressions (a Value is then an expression's id,
+/// and a size is read from the shape table).
+class IndexArith {
+ public:
+  using Value = int64_t;
+  virtual ~IndexArith() = default;
+  virtual Value constant(int64_t c) = 0;
+  virtual Value add(Value a, Value b) = 0;
+  virtual Value sub(Value a, Value b) = 0;
+  virtual Value mul(Value a, Value b) = 0;
+  /// Dim `d` of the map's operand.
+  virtual Value operand_size(int d) = 0;
+};
+
+/// The element of its operand that element `index` (one value per result dim) of `node`, an
+/// index map, reads: one value per operand dim, into `operand`. False for the maps that are
+/// not index arithmetic alone, which the interpreter and the lowering spell out themselves:
+/// reshape (the same linear index), cat (one of several operands) and the maps that read
+/// indices from data (index_select, gather, one_hot).
+bool operand_index(const Node& node, IndexArith& arith, std::span<const IndexArith::Value> index,
+                   std::vector<IndexArith::Value>& operand);
 
 /// The error of an index out of range at run time (IndexSelect, Gather): found by the
 /// interpreter and by the kernel status word alike.

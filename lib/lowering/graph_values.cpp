@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "ir/structured.h"
 #include "lowering/fusion.h"
 #include "lowering/internal_error.h"
 
@@ -160,20 +161,6 @@ Id GraphValues::view(int node, const Index& index) {
   const int operand = graph_.operands[node][0];
   switch (n.op()) {
     case OpKind::Reshape: return at(operand, Index{{}, linear_of(node, index)});
-    case OpKind::Expand: return at(operand, operand_index(node, operand, index));
-    case OpKind::Permute: {
-      const std::vector<Id> dims = dims_of(node, index);
-      Index in;
-      in.dims.resize(dims.size());
-      for (size_t d = 0; d < dims.size(); ++d) in.dims[n.attrs()[d]] = dims[d];
-      return at(operand, in);
-    }
-    case OpKind::Slice: {
-      Index in{dims_of(node, index)};
-      const int64_t d = n.attrs()[0];
-      in.dims[d] = k_.add(k_.index(n.attrs()[1]), k_.mul(in.dims[d], k_.index(n.attrs()[2])));
-      return at(operand, in);
-    }
     case OpKind::IndexSelect:
     case OpKind::Gather: {
       // The index is read and checked against the operand's dim before any element is read
@@ -215,7 +202,27 @@ Id GraphValues::view(int node, const Index& index) {
     }
     default: break;
   }
-  internal_error("unknown view " + std::string(ir::op_name(n.op())));
+  // Index arithmetic alone (permute, slice, expand, ...), shared with the interpreter.
+  class Expressions final : public ir::IndexArith {
+   public:
+    Expressions(GraphValues& v, int operand) : v_(v), operand_(operand) {}
+    Value constant(int64_t c) override { return v_.k_.index(c); }
+    Value add(Value a, Value b) override { return v_.k_.add(id(a), id(b)); }
+    Value sub(Value a, Value b) override { return v_.k_.sub(id(a), id(b)); }
+    Value mul(Value a, Value b) override { return v_.k_.mul(id(a), id(b)); }
+    Value operand_size(int d) override { return v_.dim(operand_, d); }
+
+   private:
+    static Id id(Value v) { return static_cast<Id>(v); }
+    GraphValues& v_;
+    int operand_;
+  } expressions(*this, operand);
+  const std::vector<Id> dims = dims_of(node, index);
+  std::vector<ir::IndexArith::Value> in;
+  if (!ir::operand_index(n, expressions, std::vector<ir::IndexArith::Value>(dims.begin(), dims.end()), in)) {
+    internal_error("unknown view " + std::string(ir::op_name(n.op())));
+  }
+  return at(operand, Index{std::vector<Id>(in.begin(), in.end())});
 }
 
 }  // namespace lazyjit::lowering

@@ -313,6 +313,14 @@ Tensor permute(const Tensor& t, std::vector<int64_t> dims) {
   return pending(*std::move(node));
 }
 
+Tensor flip(const Tensor& t, std::vector<int64_t> dims) {
+  ir::NodePtr x = value_of(t, "flip");
+  if (dims.empty()) return pending(x);
+  ir::Node::Attrs attrs = reduced_dims("flip", dims, x->rank());
+  if (attrs.empty()) return pending(x);  // a scalar
+  return pending(check(ir::make_structured(OpKind::Flip, {std::move(x)}, std::move(attrs))));
+}
+
 Tensor transpose(const Tensor& t, int64_t dim0, int64_t dim1) {
   const int64_t rank = value_of(t, "transpose")->rank();
   const int64_t d0 = wrap_dim_of("transpose", dim0, rank), d1 = wrap_dim_of("transpose", dim1, rank);
