@@ -166,7 +166,7 @@ std::string op_label(OpKind op) { return std::string(ir::op_name(op)); }
 Domain unary_domain(OpKind op) {
   switch (op) {
     case OpKind::Abs: case OpKind::Relu: case OpKind::Sign: return kAwayFromZero;
-    case OpKind::Log: case OpKind::Sqrt: case OpKind::Rsqrt: return kPositive;
+    case OpKind::Log: case OpKind::Sqrt: case OpKind::Rsqrt: case OpKind::Log1p: return kPositive;
     case OpKind::Sin: case OpKind::Cos: case OpKind::Gelu: return Domain::range(-3, 3);
     case OpKind::Sigmoid: return Domain::range(-4, 4);
     case OpKind::Floor: case OpKind::Ceil: return Domain::away_from({-2, -1, 0, 1, 2});
@@ -385,6 +385,13 @@ void add_composite_cases(CaseTable& t) {
     t.add(fmt::format("log_softmax_dim{}", dim), std::nullopt, {{{a, b}}},
           [=](const auto& x) { return log_softmax(x[0], dim); });
   }
+  t.add("silu", std::nullopt, {{{a, b}}}, [](const auto& x) { return silu(x[0]); });
+  t.add("softplus", std::nullopt, {{{a, b}, Domain::range(-4, 4)}}, [](const auto& x) { return softplus(x[0]); });
+  t.add("softplus_past_threshold", std::nullopt, {{{a}, Domain::range(21, 30)}},
+        [](const auto& x) { return softplus(x[0]); });
+  t.add("var_rows", std::nullopt, {{{a, b}}}, [](const auto& x) { return var(x[0], {1}); });
+  t.add("var_all_biased", std::nullopt, {{{a, b}}}, [](const auto& x) { return var(x[0], {}, false); });
+  t.add("std_rows", std::nullopt, {{{a, b}}}, [](const auto& x) { return std(x[0], {-1}, true, true); });
   t.add("softmax_last", std::nullopt, {{{2, b, c}}}, [](const auto& x) { return softmax(x[0], -1); });
   t.add("softmax_size1_dim", std::nullopt, {{{a, 1}}}, [](const auto& x) { return softmax(x[0], 1); });
   t.add("log_softmax_last", std::nullopt, {{{2, b, c}}}, [](const auto& x) { return log_softmax(x[0], -1); });

@@ -51,6 +51,7 @@ struct Domain {
 Domain domain(OpKind op, int operand) {
   switch (op) {
     case OpKind::Log: case OpKind::Sqrt: case OpKind::Rsqrt: return {0.05, 8};
+    case OpKind::Log1p: return {-0.95, 8};
     case OpKind::Pow: return operand == 0 ? Domain{0.1, 3} : Domain{-3, 4};
     case OpKind::Div: return operand == 1 ? Domain{0.25, 4, true} : Domain{-8, 8};
     case OpKind::Exp: return {-20, 20};
@@ -136,7 +137,7 @@ bool tiers_may_differ(const ir::Graph& graph) {
   for (const ir::Node* node : graph.nodes) {
     switch (node->op()) {
       case OpKind::Exp: case OpKind::Log: case OpKind::Sin: case OpKind::Cos: case OpKind::Tanh: case OpKind::Erf:
-      case OpKind::Sigmoid: case OpKind::Gelu: case OpKind::Randn: return true;
+      case OpKind::Sigmoid: case OpKind::Gelu: case OpKind::Log1p: case OpKind::Expm1: case OpKind::Randn: return true;
       case OpKind::Pow: case OpKind::Sum:
         if (is_floating(node->dtype())) return true;
         break;

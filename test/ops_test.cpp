@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -83,6 +84,84 @@ TEST(ReduceTest, ArgmaxMatchesInterpreterWithTiesAndNaN) {
   }
   // Ties: the first maximum wins.
   EXPECT_EQ(argmax(Tensor::from_vector<int32_t>({1, 5, 5, 2}, {4}), 0).item<int64_t>(), 1);
+}
+
+TEST(ReduceTest, ArgminMinAndMaxFindTheFirstExtremum) {
+  constexpr int32_t kMin = std::numeric_limits<int32_t>::min();
+  EXPECT_EQ(argmin(Tensor::from_vector<int32_t>({3, kMin, 7, kMin}, {4}), 0).item<int64_t>(), 1);
+  EXPECT_EQ(argmin(Tensor::from_vector<int64_t>({3, -2, -2}, {3}), 0).item<int64_t>(), 1);
+  EXPECT_EQ(argmin(Tensor::from_vector<float>({1, NAN, -5, NAN}, {4}), 0).item<int64_t>(), 1);  // NaN is the minimum
+  EXPECT_EQ(argmin(Tensor::from_vector<double>({2, -0.0, 0.0, -1, -1}, {5}), 0).item<int64_t>(), 3);
+  std::mt19937 rng(13);
+  for (DType dtype : kNumeric) {
+    const Tensor x = random_tensor(rng, {5, 7}, dtype);
+    const std::vector<double> v = x.to(DType::Float64).to_vector<double>();
+    for (int64_t dim : {0, 1, -1}) {
+      const int64_t d = dim < 0 ? dim + 2 : dim;
+      const std::vector<int64_t> low = argmin(x, dim).to_vector<int64_t>(), high = argmax(x, dim).to_vector<int64_t>();
+      const ValuesIndices smallest = min(x, dim, /*keepdim=*/true), largest = max(x, dim);
+      EXPECT_EQ(smallest.values.shape(), (d == 0 ? Shape{1, 7} : Shape{5, 1}));
+      EXPECT_EQ(smallest.indices.to_vector<int64_t>(), low);
+      EXPECT_EQ(largest.indices.to_vector<int64_t>(), high);
+      const std::vector<double> lows = smallest.values.to(DType::Float64).to_vector<double>();
+      const std::vector<double> highs = largest.values.to(DType::Float64).to_vector<double>();
+      const int64_t outer = d == 0 ? 7 : 5, size = d == 0 ? 5 : 7;
+      for (int64_t o = 0; o < outer; ++o) {
+        auto at = [&](int64_t k) { return d == 0 ? v[k * 7 + o] : v[o * 7 + k]; };
+        int64_t first_min = 0, first_max = 0;
+        for (int64_t k = 1; k < size; ++k) {
+          if (at(k) < at(first_min)) first_min = k;
+          if (at(k) > at(first_max)) first_max = k;
+        }
+        EXPECT_EQ(low[o], first_min) << dtype_name(dtype) << " dim " << dim << " at " << o;
+        EXPECT_EQ(high[o], first_max) << dtype_name(dtype) << " dim " << dim << " at " << o;
+        EXPECT_EQ(lows[o], at(first_min));
+        EXPECT_EQ(highs[o], at(first_max));
+      }
+    }
+  }
+}
+
+TEST(ReduceTest, VarAndStdMatchTwoPassSumsInDouble) {
+  std::mt19937 rng(17);
+  const Tensor x = random_tensor(rng, {6, 9}, DType::Float64);
+  const std::vector<double> v = x.to_vector<double>();
+  for (bool unbiased : {true, false}) {
+    const std::vector<double> rows = var(x, {1}, unbiased).to_vector<double>();
+    const std::vector<double> stds = std(x, {-1}, unbiased, /*keepdim=*/true).to_vector<double>();
+    ASSERT_EQ(std(x, {-1}, unbiased, true).shape(), (Shape{6, 1}));
+    for (int r = 0; r < 6; ++r) {
+      double mean = 0, squares = 0;
+      for (int c = 0; c < 9; ++c) mean += v[r * 9 + c] / 9;
+      for (int c = 0; c < 9; ++c) squares += (v[r * 9 + c] - mean) * (v[r * 9 + c] - mean);
+      const double expected = squares / (unbiased ? 8 : 9);
+      EXPECT_NEAR(rows[r], expected, 1e-12 * (1 + expected)) << r;
+      EXPECT_NEAR(stds[r], std::sqrt(expected), 1e-12 * (1 + expected)) << r;
+    }
+  }
+  EXPECT_TRUE(std::isnan(var(Tensor::from_vector<float>({2.5f}, {1})).item<float>()));  // 0 / 0, as PyTorch
+  EXPECT_EQ(var(Tensor::from_vector<float>({2.5f}, {1}), {}, /*unbiased=*/false).item<float>(), 0.0f);
+  EXPECT_FLOAT_EQ(var(Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2})).item<float>(), 5.0f / 3);
+}
+
+TEST(ActivationTest, SiluSoftplusLog1pExpm1MatchTheirFormulas) {
+  const std::vector<double> xs = {-100, -20, -3, -1e-9, 0, 1e-9, 0.5, 3, 19.9, 20.1, 100};
+  const Tensor x = Tensor::from_vector<double>(xs, {static_cast<int64_t>(xs.size())});
+  const std::vector<double> silus = silu(x).to_vector<double>(), softpluses = softplus(x).to_vector<double>();
+  const std::vector<double> halves = softplus(x, 2.0, 10.0).to_vector<double>();
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double v = xs[i];
+    EXPECT_NEAR(silus[i], v / (1 + std::exp(-v)), 1e-12 * (1 + std::fabs(v))) << v;
+    EXPECT_NEAR(softpluses[i], v > 20 ? v : std::log1p(std::exp(v)), 1e-12 * (1 + std::fabs(v))) << v;
+    EXPECT_NEAR(halves[i], 2 * v > 10 ? v : std::log1p(std::exp(2 * v)) / 2, 1e-12 * (1 + std::fabs(v))) << v;
+  }
+  const std::vector<double> small = {1e-10, -1e-12, 0.25};
+  const Tensor s = Tensor::from_vector<double>(small, {3});
+  const std::vector<double> l = log1p(s).to_vector<double>(), e = expm1(s).to_vector<double>();
+  for (size_t i = 0; i < small.size(); ++i) {
+    EXPECT_NEAR(l[i], std::log1p(small[i]), 1e-16 + 1e-15 * std::fabs(small[i]));
+    EXPECT_NEAR(e[i], std::expm1(small[i]), 1e-16 + 1e-15 * std::fabs(small[i]));
+  }
 }
 
 TEST(ReduceTest, SumOfBoolAndIntIsInt64AndMeanOfIntIsAnError) {
@@ -312,6 +391,14 @@ TEST(OpErrorTest, BadDimsShapesAndDtypesNameTheOpAndValues) {
                "amax: cannot reduce dim 1 of size 0 (shape [2,0]): there is no identity");
   expect_error([&] { argmax(Tensor::from_vector<bool>({true}, {1}), 0); }, "argmax: bool operands are not supported");
   expect_error([&] { sign(Tensor::from_vector<bool>({true}, {1})); }, "sign: bool operands are not supported");
+  expect_error([&] { argmin(Tensor::from_vector<bool>({true}, {1}), 0); }, "argmin: bool operands are not supported");
+  expect_error([&] { argmin(x, 2); }, "argmin: dim 2 is out of range for a tensor of rank 2 (expected -2 to 1)");
+  expect_error([&] { max(x, -3); }, "max: dim -3 is out of range for a tensor of rank 2 (expected -2 to 1)");
+  expect_error([&] { var(Tensor::from_vector<int32_t>({1, 2}, {2})); },
+               "var: input dtype int32 is not a float dtype; convert it first with .to(DType::Float32)");
+  expect_error([&] { std(Tensor::from_vector<int64_t>({1, 2}, {2})); },
+               "std: input dtype int64 is not a float dtype; convert it first with .to(DType::Float32)");
+  expect_error([&] { var(x, {0, 0}); }, "var: dims [0, 0] name a dim twice");
   expect_error([&] { flip(x, {1, -1}); }, "flip: dims [1, -1] name a dim twice");
   expect_error([&] { flip(x, {2}); }, "flip: dim 2 is out of range for a tensor of rank 2 (expected -2 to 1)");
   expect_error([&] { any(x, {0, 2}); }, "any: dim 2 is out of range for a tensor of rank 2 (expected -2 to 1)");

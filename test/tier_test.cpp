@@ -180,6 +180,8 @@ void expect_math_within_ulps() {
       {"sin", everywhere([](const Tensor& x) { return sin(x); })},
       {"cos", everywhere([](const Tensor& x) { return cos(x); })},
       {"tanh", everywhere([](const Tensor& x) { return tanh(x); })},
+      {"log1p", everywhere([](const Tensor& x) { return log1p(abs(x)); })},
+      {"expm1", everywhere([](const Tensor& x) { return expm1(x); })},
       {"sigmoid", everywhere([](const Tensor& x) { return sigmoid(x); })},
       {"gelu", everywhere([](const Tensor& x) { return gelu(x); })},
       {"pow", everywhere([](const Tensor& x) { return pow(abs(x) + 0.01, x * 0.5); })},

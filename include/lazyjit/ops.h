@@ -77,6 +77,8 @@ Tensor neg(const Tensor& t);
 Tensor abs(const Tensor& t);
 Tensor exp(const Tensor& t);
 Tensor log(const Tensor& t);
+Tensor log1p(const Tensor& t);  ///< log(1 + t), accurate near 0
+Tensor expm1(const Tensor& t);  ///< exp(t) - 1, accurate near 0
 Tensor sqrt(const Tensor& t);
 Tensor rsqrt(const Tensor& t);
 Tensor sin(const Tensor& t);
@@ -92,6 +94,10 @@ Tensor floor(const Tensor& t);
 Tensor ceil(const Tensor& t);
 Tensor round(const Tensor& t);
 Tensor sign(const Tensor& t);
+/// t * sigmoid(t).
+Tensor silu(const Tensor& t);
+/// log(1 + exp(beta * t)) / beta, and t itself where beta * t > threshold (as PyTorch).
+Tensor softplus(const Tensor& t, double beta = 1.0, double threshold = 20.0);
 /// min(max(t, lo), hi); NaN stays NaN; when lo > hi every element becomes hi (as PyTorch).
 Tensor clamp(const Tensor& t, Scalar lo, Scalar hi);
 
@@ -107,6 +113,20 @@ Tensor amin(const Tensor& t, std::vector<int64_t> dims = {}, bool keepdim = fals
 Tensor any(const Tensor& t, std::vector<int64_t> dims = {}, bool keepdim = false);
 Tensor all(const Tensor& t, std::vector<int64_t> dims = {}, bool keepdim = false);
 Tensor argmax(const Tensor& t, int64_t dim, bool keepdim = false);
+/// The first minimum's index (NaN counts as the minimum), as int64.
+Tensor argmin(const Tensor& t, int64_t dim, bool keepdim = false);
+/// The extremum along `dim` and its index: (amax, argmax) and (amin, argmin), as PyTorch's
+/// max(dim) and min(dim).
+struct ValuesIndices {
+  Tensor values;
+  Tensor indices;
+};
+ValuesIndices max(const Tensor& t, int64_t dim, bool keepdim = false);
+ValuesIndices min(const Tensor& t, int64_t dim, bool keepdim = false);
+/// Variance and standard deviation over `dims` (empty: all), with Bessel's correction when
+/// `unbiased` (fewer than two elements then give NaN); float dtypes only.
+Tensor var(const Tensor& t, std::vector<int64_t> dims = {}, bool unbiased = true, bool keepdim = false);
+Tensor std(const Tensor& t, std::vector<int64_t> dims = {}, bool unbiased = true, bool keepdim = false);
 
 // Normalisation. softmax and log_softmax subtract the maximum first (no overflow).
 // layer_norm normalises over the last `normalized_ndim` dims; `gamma` and `beta` (either

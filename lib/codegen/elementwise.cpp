@@ -197,6 +197,8 @@ Value* emit_float(IRBuilder<>& b, OpKind op, std::span<Value* const> a) {
     case OpKind::Sigmoid:
       return b.CreateFDiv(fconst(x, 1.0), b.CreateFAdd(fconst(x, 1.0), intrinsic(b, I::exp, {b.CreateFNeg(x)})));
     case OpKind::Erf: return libm_call(b, "erf", x);
+    case OpKind::Log1p: return libm_call(b, "log1p", x);
+    case OpKind::Expm1: return libm_call(b, "expm1", x);
     case OpKind::Gelu: {
       Value* erf = libm_call(b, "erf", b.CreateFMul(x, fconst(x, M_SQRT1_2)));
       return b.CreateFMul(b.CreateFMul(x, fconst(x, 0.5)), b.CreateFAdd(fconst(x, 1.0), erf));

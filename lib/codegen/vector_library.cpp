@@ -18,7 +18,7 @@ struct MathFunction {
 constexpr MathFunction kFunctions[] = {
     {"exp", "exp", "v", true},  {"log", "log", "v", true},  {"sin", "sin", "v", true},
     {"cos", "cos", "v", true},  {"pow", "pow", "vv", true}, {"tanh", nullptr, "v", false},
-    {"erf", nullptr, "v", false},
+    {"erf", nullptr, "v", false},  {"log1p", nullptr, "v", false}, {"expm1", nullptr, "v", false},
 };
 
 struct Isa {

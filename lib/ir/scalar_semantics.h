@@ -99,6 +99,8 @@ T apply_same(OpKind op, const T* x) {
       case OpKind::Clamp: { T t = x[0] < x[1] ? x[1] : x[0]; return t > x[2] ? x[2] : t; }
       case OpKind::Exp: return std::exp(x[0]);
       case OpKind::Log: return std::log(x[0]);
+      case OpKind::Log1p: return std::log1p(x[0]);
+      case OpKind::Expm1: return std::expm1(x[0]);
       case OpKind::Sqrt: return std::sqrt(x[0]);
       case OpKind::Rsqrt: return T(1) / std::sqrt(x[0]);
       case OpKind::Sin: return std::sin(x[0]);

@@ -120,6 +120,14 @@ Tensor masked_fill(const Tensor& t, const Tensor& mask, Scalar value) {
   return where(mask, value, t);
 }
 
+Tensor silu(const Tensor& t) { return t * sigmoid(t); }
+
+Tensor softplus(const Tensor& t, double beta, double threshold) {
+  // The log branch sees at most the threshold: no overflow, so no NaN in its gradient.
+  const Tensor scaled = t * beta;
+  return where(gt(scaled, threshold), t, log1p(exp(minimum(scaled, full({}, threshold, scaled.dtype())))) / beta);
+}
+
 Tensor clamp(const Tensor& t, Scalar lo, Scalar hi) {
   return trace(OpKind::Clamp, {value_of(t, OpKind::Clamp), scalar_like(lo, t, OpKind::Clamp),
                                scalar_like(hi, t, OpKind::Clamp)});

@@ -178,6 +178,47 @@ Tensor argmax(const Tensor& t, int64_t dim, bool keepdim) {
   return pending(finish_reduce(check(ir::make_structured(OpKind::Argmax, {std::move(x)}, attrs)), attrs, keepdim));
 }
 
+Tensor argmin(const Tensor& t, int64_t dim, bool keepdim) {
+  const ir::NodePtr x = value_of(t, "argmin");
+  if (x->dtype() == DType::Bool) throw Error("argmin: bool operands are not supported");
+  dim = wrap_dim_of("argmin", dim, x->rank());
+  // The first minimum is the first maximum of an order-reversing map: -x for floats (NaN
+  // stays the extremum), -1 - x for integers (no overflow: it maps [min, max] onto [max, min]).
+  return argmax(is_floating(x->dtype()) ? -t : -1 - t, dim, keepdim);
+}
+
+ValuesIndices max(const Tensor& t, int64_t dim, bool keepdim) {
+  dim = wrap_dim_of("max", dim, value_of(t, "max")->rank());
+  return {amax(t, {dim}, keepdim), argmax(t, dim, keepdim)};
+}
+
+ValuesIndices min(const Tensor& t, int64_t dim, bool keepdim) {
+  dim = wrap_dim_of("min", dim, value_of(t, "min")->rank());
+  return {amin(t, {dim}, keepdim), argmin(t, dim, keepdim)};
+}
+
+Tensor var(const Tensor& t, std::vector<int64_t> dims, bool unbiased, bool keepdim) {
+  ir::NodePtr x = value_of(t, "var");
+  if (!is_floating(x->dtype())) {
+    throw Error(fmt::format("var: input dtype {} is not a float dtype; convert it first with .to(DType::Float32)",
+                            dtype_name(x->dtype())));
+  }
+  const ir::Node::Attrs attrs = reduced_dims("var", dims, x->rank());
+  int64_t n = 1;
+  for (int64_t d : attrs) n *= x->shape()[d];
+  const Tensor centred = t - mean(t, dims, /*keepdim=*/true);
+  // Over fewer than two elements the unbiased estimate is 0 / 0: NaN, as PyTorch.
+  return sum(centred * centred, dims, keepdim) / static_cast<double>(n - (unbiased ? 1 : 0));
+}
+
+Tensor std(const Tensor& t, std::vector<int64_t> dims, bool unbiased, bool keepdim) {
+  if (t.defined() && !is_floating(t.dtype())) {
+    throw Error(fmt::format("std: input dtype {} is not a float dtype; convert it first with .to(DType::Float32)",
+                            dtype_name(t.dtype())));
+  }
+  return sqrt(var(t, std::move(dims), unbiased, keepdim));
+}
+
 namespace {
 
 /// x minus its maximum along `dim` (keepdim), in x's float dtype: the stable core of softmax.

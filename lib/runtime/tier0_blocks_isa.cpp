@@ -79,6 +79,8 @@ LAZYJIT_DECLARE(sin)
 LAZYJIT_DECLARE(cos)
 LAZYJIT_DECLARE(tanh)
 LAZYJIT_DECLARE(erf)
+LAZYJIT_DECLARE(log1p)
+LAZYJIT_DECLARE(expm1)
 #undef LAZYJIT_DECLARE
 VecF LAZYJIT_VF2(pow)(VecF, VecF) noexcept;
 VecD LAZYJIT_VD2(pow)(VecD, VecD) noexcept;
@@ -137,6 +139,8 @@ LAZYJIT_UNARY(sin)
 LAZYJIT_UNARY(cos)
 LAZYJIT_UNARY(tanh)
 LAZYJIT_UNARY(erf)
+LAZYJIT_UNARY(log1p)
+LAZYJIT_UNARY(expm1)
 #undef LAZYJIT_UNARY
 
 template <class T>
@@ -162,6 +166,8 @@ void float_math(const void* const* operands, void* out_raw, int64_t n) {
   else if constexpr (op == OpKind::Cos) vec_cos(x, out, n);
   else if constexpr (op == OpKind::Tanh) vec_tanh(x, out, n);
   else if constexpr (op == OpKind::Erf) vec_erf(x, out, n);
+  else if constexpr (op == OpKind::Log1p) vec_log1p(x, out, n);
+  else if constexpr (op == OpKind::Expm1) vec_expm1(x, out, n);
   else if constexpr (op == OpKind::Pow) vec_pow(x, static_cast<const T*>(operands[1]), out, n);
   else if constexpr (op == OpKind::Sigmoid) {  // 1 / (1 + exp(-x))
     for (int64_t i = 0; i < n; ++i) out[i] = -x[i];
@@ -177,7 +183,8 @@ void float_math(const void* const* operands, void* out_raw, int64_t n) {
 constexpr bool uses_math(OpKind op) {
   switch (op) {
     case OpKind::Exp: case OpKind::Log: case OpKind::Sin: case OpKind::Cos: case OpKind::Tanh:
-    case OpKind::Erf: case OpKind::Pow: case OpKind::Sigmoid: case OpKind::Gelu: return true;
+    case OpKind::Erf: case OpKind::Pow: case OpKind::Sigmoid: case OpKind::Gelu: case OpKind::Log1p:
+    case OpKind::Expm1: return true;
     default: return false;
   }
 }
