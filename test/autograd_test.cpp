@@ -389,6 +389,8 @@ void add_composite_cases(CaseTable& t) {
   t.add("softplus", std::nullopt, {{{a, b}, Domain::range(-4, 4)}}, [](const auto& x) { return softplus(x[0]); });
   t.add("softplus_past_threshold", std::nullopt, {{{a}, Domain::range(21, 30)}},
         [](const auto& x) { return softplus(x[0]); });
+  t.add("batch_norm_training", std::nullopt, {{{a, 2, c}}, {{2}}, {{2}}},
+        [](const auto& x) { return nn::batch_norm(x[0], Tensor(), Tensor(), x[1], x[2], true); });
   t.add("var_rows", std::nullopt, {{{a, b}}}, [](const auto& x) { return var(x[0], {1}); });
   t.add("var_all_biased", std::nullopt, {{{a, b}}}, [](const auto& x) { return var(x[0], {}, false); });
   t.add("std_rows", std::nullopt, {{{a, b}}}, [](const auto& x) { return std(x[0], {-1}, true, true); });

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "lazyjit/lazyjit.h"
+#include "tier.h"
 
 namespace lazyjit {
 namespace {
@@ -151,6 +152,87 @@ TEST(NnTest, CrossEntropyMatchesTheFormulaAndChecksItsInputs) {
               ThrowsMessage<Error>(HasSubstr("cross_entropy: 3 targets for 2 rows of logits float64[2, 3]")));
   EXPECT_THAT([&] { nn::cross_entropy(f64({1, 2}, {2}), targets); },
               ThrowsMessage<Error>(HasSubstr("cross_entropy: logits must be a floating [N, C] tensor, got float64[2]")));
+}
+
+TEST(NnTest, DropoutKeepsScaledElementsByASeededMask) {
+  const int64_t n = 100000;
+  const Tensor x = arange(n, DType::Float64) + 1.0;
+  const std::vector<double> y = nn::dropout(x, 0.3, 7).to_vector<double>();
+  int64_t kept = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (y[i] == 0) continue;
+    ++kept;
+    ASSERT_DOUBLE_EQ(y[i], (i + 1.0) / 0.7) << i;
+  }
+  EXPECT_NEAR(static_cast<double>(kept) / n, 0.7, 0.01);  // 0.7 +- 7 standard deviations
+  EXPECT_EQ(nn::dropout(x, 0.3, 7).to_vector<double>(), y) << "a seed is one mask";
+  EXPECT_NE(nn::dropout(x, 0.3, 8).to_vector<double>(), y);
+  EXPECT_EQ(nn::dropout(x, 0.3, 7, /*training=*/false).to_vector<double>(), x.to_vector<double>());
+  EXPECT_EQ(nn::dropout(x, 1.0, 7).to_vector<double>(), std::vector<double>(n, 0.0));
+  // Its gradient is the mask, scaled.
+  const Tensor w = f64({1, 2, 3, 4, 5, 6, 7, 8}, {8}).requires_grad_();
+  const Tensor out = nn::dropout(w, 0.5, 3);
+  const std::vector<double> g = grad(sum(out), {w})[0].to_vector<double>(), kept_values = out.to_vector<double>();
+  for (size_t i = 0; i < g.size(); ++i) EXPECT_EQ(g[i], kept_values[i] == 0 ? 0.0 : 2.0) << i;
+  EXPECT_THAT([&] { nn::dropout(x, 1.5, 0); },
+              ThrowsMessage<Error>(HasSubstr("dropout: probability has to be between 0 and 1, but got 1.5")));
+  EXPECT_THAT([&] { nn::Dropout(-0.1); },
+              ThrowsMessage<Error>(HasSubstr("Dropout: probability has to be between 0 and 1, but got -0.1")));
+}
+
+TEST(NnTest, ADropoutLayerDrawsANewMaskEachStepWithoutRecompiling) {
+  tests::ScopedTier compiled(Tier::Compile);
+  nn::Dropout drop(0.5, 11);
+  const Tensor x = ones({64}, DType::Float32);
+  const int64_t compiles = metrics().compiles;
+  const std::vector<float> first = drop(x).to_vector<float>(), second = drop(x).to_vector<float>();
+  const std::vector<float> third = drop(x).to_vector<float>();
+  EXPECT_NE(first, second);
+  EXPECT_NE(second, third);
+  EXPECT_LE(metrics().compiles - compiles, 1) << "the seed is a runtime value";
+  drop.training = false;
+  EXPECT_EQ(drop(x).to_vector<float>(), std::vector<float>(64, 1.0f));
+}
+
+TEST(NnTest, BatchNormNormalisesPerChannelAndUpdatesRunningStatistics) {
+  const int64_t N = 3, C = 2, H = 2, W = 5;
+  std::vector<double> v(N * C * H * W);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(0.7 * static_cast<double>(i)) * (1 + i % 3);
+  const Tensor x = Tensor::from_vector<double>(v, {N, C, H, W});
+  nn::BatchNorm2d bn(C, 1e-5, 0.1, DType::Float64);
+  const std::vector<double> y = bn(x).to_vector<double>();
+  const std::vector<double> running_mean = bn.running_mean.to_vector<double>();
+  const std::vector<double> running_var = bn.running_var.to_vector<double>();
+  for (int64_t c = 0; c < C; ++c) {
+    double mean = 0, squares = 0;
+    const int64_t count = N * H * W;
+    auto at = [&](int64_t n, int64_t k) { return (n * C + c) * H * W + k; };
+    for (int64_t n = 0; n < N; ++n) {
+      for (int64_t k = 0; k < H * W; ++k) mean += v[at(n, k)] / count;
+    }
+    for (int64_t n = 0; n < N; ++n) {
+      for (int64_t k = 0; k < H * W; ++k) squares += (v[at(n, k)] - mean) * (v[at(n, k)] - mean);
+    }
+    const double var = squares / count;
+    for (int64_t n = 0; n < N; ++n) {
+      for (int64_t k = 0; k < H * W; ++k) {
+        EXPECT_NEAR(y[at(n, k)], (v[at(n, k)] - mean) / std::sqrt(var + 1e-5), 1e-12) << c;
+      }
+    }
+    EXPECT_NEAR(running_mean[c], 0.1 * mean, 1e-14);
+    EXPECT_NEAR(running_var[c], 0.9 + 0.1 * squares / (count - 1), 1e-14);  // unbiased, as PyTorch
+  }
+  bn.training = false;  // eval: the running statistics
+  const std::vector<double> eval = bn(x).to_vector<double>();
+  EXPECT_NEAR(eval[0], (v[0] - running_mean[0]) / std::sqrt(running_var[0] + 1e-5), 1e-12);
+  EXPECT_THAT([&] { bn(Tensor::from_vector<double>(v, {N, C * H * W})); },
+              ThrowsMessage<Error>(HasSubstr("BatchNorm2d(2): input float64[3, 20] must be [N, 2, H, W]")));
+  EXPECT_THAT([&] { nn::batch_norm(x, Tensor(), Tensor(), f64({1, 2, 3}, {3}), Tensor(), true); },
+              ThrowsMessage<Error>(HasSubstr("batch_norm: weight must be [2] for an input of 2 channels, got float64[3]")));
+  EXPECT_THAT([&] { nn::batch_norm(f64({1, 2}, {1, 2}), Tensor(), Tensor(), Tensor(), Tensor(), true); },
+              ThrowsMessage<Error>(HasSubstr("batch_norm: expected more than 1 value per channel when training")));
+  EXPECT_THAT([&] { nn::batch_norm(x, Tensor(), Tensor(), Tensor(), Tensor(), false); },
+              ThrowsMessage<Error>(HasSubstr("batch_norm: evaluation needs running_mean and running_var")));
 }
 
 TEST(NnTest, MseLoss) {

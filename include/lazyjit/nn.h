@@ -19,6 +19,57 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets);
 /// The mean of (input - target)^2; both must have one shape and a floating dtype.
 Tensor mse_loss(const Tensor& input, const Tensor& target);
 
+/// Each element zeroed with probability `p` and the others scaled by 1 / (1 - p), as
+/// PyTorch's dropout; the identity when `training` is false or p is 0. Element i is kept
+/// where the Philox uniform of (seed, i) is at least p: the same mask on every machine and
+/// thread count, and a new seed makes a new mask without a recompile (the seed is a runtime
+/// value). A dropped element is 0 even where the input is NaN. p must be in [0, 1].
+Tensor dropout(const Tensor& input, double p, uint64_t seed, bool training = true);
+
+/// Batch normalisation of `input` [N, C, ...] per channel (dim 1), as PyTorch's batch_norm:
+/// when `training`, by the batch's mean and biased variance over every dim but 1, and the
+/// running statistics (defined [C] tensors, or undefined to keep none) are updated in place,
+/// `running = (1 - momentum) * running + momentum * batch` with the unbiased variance; in
+/// eval, by the running statistics. `weight` and `bias` ([C], either may be undefined)
+/// scale and shift the result.
+Tensor batch_norm(const Tensor& input, Tensor running_mean, Tensor running_var, const Tensor& weight,
+                  const Tensor& bias, bool training, double momentum = 0.1, double eps = 1e-5);
+
+/// Dropout as a layer: each call draws a new mask (its seed advances per call), so a training
+/// loop gets a new mask every step with no recompile. `training` false: the identity.
+class Dropout {
+ public:
+  explicit Dropout(double p = 0.5, uint64_t seed = 0);
+  Tensor operator()(const Tensor& x);
+
+  bool training = true;
+
+ private:
+  double p_;
+  uint64_t seed_;
+  uint64_t calls_ = 0;
+};
+
+/// BatchNorm2d as PyTorch's: weight 1 and bias 0 ([C], requires_grad), running mean 0 and
+/// variance 1; `training` picks batch or running statistics.
+class BatchNorm2d {
+ public:
+  explicit BatchNorm2d(int64_t num_features, double eps = 1e-5, double momentum = 0.1, DType dtype = DType::Float32);
+  /// x is [N, C, H, W] with C = num_features.
+  Tensor operator()(const Tensor& x);
+  /// weight, then bias.
+  std::vector<Tensor> parameters() const { return {weight, bias}; }
+
+  Tensor weight, bias;
+  Tensor running_mean, running_var;
+  bool training = true;
+
+ private:
+  int64_t num_features_;
+  double eps_;
+  double momentum_;
+};
+
 /// A fully connected layer, y = x @ weight^T + bias, as PyTorch's nn.Linear: weight is
 /// [out_features, in_features] and bias [out_features], both initialised uniform in
 /// +-1/sqrt(in_features) from `seed` (Philox: the same values on every machine and thread

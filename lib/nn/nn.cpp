@@ -1,4 +1,4 @@
-// Losses and the Linear layer: compositions of public ops, so autograd differentiates them
+// Losses, dropout, batch norm and the Linear and BatchNorm2d layers: compositions of public ops, so autograd differentiates them
 // through the op table's rules and the planner fuses them like user code.
 #include "lazyjit/nn.h"
 
@@ -76,6 +76,94 @@ Tensor mse_loss(const Tensor& input, const Tensor& target) {
   }
   const Tensor diff = input - target;
   return mean(diff * diff);
+}
+
+Tensor dropout(const Tensor& input, double p, uint64_t seed, bool training) {
+  check_defined("dropout", "the input", input);
+  if (!(p >= 0.0 && p <= 1.0)) throw Error(fmt::format("dropout: probability has to be between 0 and 1, but got {}", p));
+  if (!is_floating(input.dtype())) {
+    throw Error(fmt::format("dropout: input {} is not a float tensor", describe(input)));
+  }
+  if (!training || p == 0.0) return input;
+  const Tensor keep = ge(rand(input.shape(), seed, input.dtype()), p);
+  return p == 1.0 ? where(keep, input, 0.0) : where(keep, input * (1.0 / (1.0 - p)), 0.0);
+}
+
+Tensor batch_norm(const Tensor& input, Tensor running_mean, Tensor running_var, const Tensor& weight,
+                  const Tensor& bias, bool training, double momentum, double eps) {
+  check_defined("batch_norm", "the input", input);
+  if (input.dim() < 2 || !is_floating(input.dtype())) {
+    throw Error(fmt::format("batch_norm: input must be a floating [N, C, ...] tensor, got {}", describe(input)));
+  }
+  const int64_t channels = input.shape()[1];
+  const std::pair<const char*, const Tensor*> per_channel[] = {
+      {"running_mean", &running_mean}, {"running_var", &running_var}, {"weight", &weight}, {"bias", &bias}};
+  for (const auto& [name, t] : per_channel) {
+    if (t->defined() && t->shape() != std::vector<int64_t>{channels}) {
+      throw Error(fmt::format("batch_norm: {} must be [{}] for an input of {} channels, got {}", name, channels,
+                              channels, describe(*t)));
+    }
+  }
+  if (!training && (!running_mean.defined() || !running_var.defined())) {
+    throw Error("batch_norm: evaluation needs running_mean and running_var");
+  }
+  std::vector<int64_t> dims = {0}, column(static_cast<size_t>(input.dim()), 1);
+  for (int64_t d = 2; d < input.dim(); ++d) dims.push_back(d);
+  column[1] = channels;  // a [C] tensor as [1, C, 1, ...]
+  auto per_row = [&](const Tensor& t) { return reshape(t.to(input.dtype()), column); };
+  Tensor batch_mean, batch_var;
+  if (training) {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= input.shape()[d];
+    if (n <= 1) {
+      throw Error(fmt::format("batch_norm: expected more than 1 value per channel when training, got input {}",
+                              describe(input)));
+    }
+    batch_mean = mean(input, dims, /*keepdim=*/true);
+    batch_var = var(input, dims, /*unbiased=*/false, /*keepdim=*/true);
+    if (running_mean.defined()) {
+      running_mean.copy_(running_mean * (1.0 - momentum) + reshape(batch_mean, {channels}) * momentum);
+    }
+    if (running_var.defined()) {
+      const double unbias = static_cast<double>(n) / static_cast<double>(n - 1);
+      running_var.copy_(running_var * (1.0 - momentum) + reshape(batch_var, {channels}) * (momentum * unbias));
+    }
+  } else {
+    batch_mean = per_row(running_mean);
+    batch_var = per_row(running_var);
+  }
+  Tensor y = (input - batch_mean) * rsqrt(batch_var + eps);
+  if (weight.defined()) y = y * per_row(weight);
+  if (bias.defined()) y = y + per_row(bias);
+  return y;
+}
+
+Dropout::Dropout(double p, uint64_t seed) : p_(p), seed_(seed) {
+  if (!(p >= 0.0 && p <= 1.0)) throw Error(fmt::format("Dropout: probability has to be between 0 and 1, but got {}", p));
+}
+
+Tensor Dropout::operator()(const Tensor& x) { return dropout(x, p_, derived_seed(seed_, calls_++), training); }
+
+BatchNorm2d::BatchNorm2d(int64_t num_features, double eps, double momentum, DType dtype)
+    : num_features_(num_features), eps_(eps), momentum_(momentum) {
+  if (num_features <= 0) throw Error(fmt::format("BatchNorm2d: num_features must be positive, got {}", num_features));
+  if (!is_floating(dtype)) throw Error(fmt::format("BatchNorm2d: dtype {} is not a float dtype", dtype_name(dtype)));
+  weight = ones({num_features}, dtype);
+  bias = zeros({num_features}, dtype);
+  running_mean = zeros({num_features}, dtype);
+  running_var = ones({num_features}, dtype);
+  sync({weight, bias, running_mean, running_var});
+  weight.requires_grad_();
+  bias.requires_grad_();
+}
+
+Tensor BatchNorm2d::operator()(const Tensor& x) {
+  check_defined("BatchNorm2d", "the input", x);
+  if (x.dim() != 4 || x.shape()[1] != num_features_) {
+    throw Error(fmt::format("BatchNorm2d({}): input {} must be [N, {}, H, W]", num_features_, describe(x),
+                            num_features_));
+  }
+  return batch_norm(x, running_mean, running_var, weight, bias, training, momentum_, eps_);
 }
 
 Linear::Linear(int64_t in_features, int64_t out_features, uint64_t seed, bool bias, DType dtype)
