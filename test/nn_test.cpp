@@ -110,6 +110,44 @@ TEST(OptimTest, AdamFollowsTorch) {
   }
 }
 
+TEST(OptimTest, AdamWFollowsTorch) {
+  const optim::AdamWOptions o{.lr = 0.01, .beta1 = 0.8, .beta2 = 0.99, .eps = 1e-6, .weight_decay = 0.1};
+  auto got = run([&](std::vector<Tensor> ps) { return optim::AdamW(std::move(ps), o); }, 4, 3);
+  std::vector<double> p = kStart, m(4, 0.0), v(4, 0.0);
+  for (int s = 1; s <= 4; ++s) {
+    const std::vector<double> g = gradient(p, kCurv);
+    for (size_t i = 0; i < 4; ++i) {
+      p[i] *= 1 - o.lr * o.weight_decay;  // decoupled: not in the moments
+      m[i] = o.beta1 * m[i] + (1 - o.beta1) * g[i];
+      v[i] = o.beta2 * v[i] + (1 - o.beta2) * g[i] * g[i];
+      const double m_hat = m[i] / (1 - std::pow(o.beta1, s)), v_hat = v[i] / (1 - std::pow(o.beta2, s));
+      p[i] -= o.lr * m_hat / (std::sqrt(v_hat) + o.eps);
+    }
+    expect_near(got[s - 1], p, 1e-9);
+  }
+  EXPECT_THAT([&] { optim::AdamW({f64({1}, {1})}, {.lr = -1}); }, ThrowsMessage<Error>(HasSubstr("AdamW: invalid options lr -1")));
+}
+
+TEST(OptimTest, ClipGradNormScalesEveryGradientByTheGlobalNorm) {
+  Tensor a = f64({3, 0}, {2}), b = f64({4}, {1});
+  a.requires_grad_();
+  b.requires_grad_();
+  Tensor loss = sum(a * f64({1, 0}, {2})) * 3.0 + sum(b) * 4.0;  // grads (3, 0) and (4): norm 5
+  loss.backward();
+  const Tensor norm = nn::clip_grad_norm_({a, b}, 1.0);
+  EXPECT_NEAR(norm.item<double>(), 5.0, 1e-12);
+  expect_near(a.grad().to_vector<double>(), {3 / (5 + 1e-6), 0}, 1e-12);
+  expect_near(b.grad().to_vector<double>(), {4 / (5 + 1e-6)}, 1e-12);
+  // Under the bound nothing changes.
+  Tensor c = f64({1, 1}, {2});
+  c.requires_grad_();
+  sum(c * 0.5).backward();
+  EXPECT_NEAR(nn::clip_grad_norm_({c}, 10.0).item<double>(), std::sqrt(0.5), 1e-12);
+  expect_near(c.grad().to_vector<double>(), {0.5, 0.5}, 1e-15);
+  EXPECT_THAT([&] { nn::clip_grad_norm_({c}, -1.0); },
+              ThrowsMessage<Error>(HasSubstr("clip_grad_norm_: max_norm must be >= 0, got -1")));
+}
+
 TEST(OptimTest, StepTakesExplicitGradientsAndChecksThem) {
   Tensor w = f64({1, 2, 3, 4}, {2, 2}), b = f64({0.5, -0.5}, {2});
   optim::SGD opt({w, b}, {.lr = 1.0});

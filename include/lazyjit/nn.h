@@ -35,6 +35,12 @@ Tensor dropout(const Tensor& input, double p, uint64_t seed, bool training = tru
 Tensor batch_norm(const Tensor& input, Tensor running_mean, Tensor running_var, const Tensor& weight,
                   const Tensor& bias, bool training, double momentum = 0.1, double eps = 1e-5);
 
+/// Scales the gradients (.grad()) of `params` in place so that their global L2 norm is at
+/// most `max_norm` (by max_norm / (norm + 1e-6) when it is larger), as PyTorch's
+/// clip_grad_norm_; returns the norm before clipping (float32 unless every gradient is
+/// float64). Parameters without a gradient are skipped. Traced: no value is read.
+Tensor clip_grad_norm_(const std::vector<Tensor>& params, double max_norm);
+
 /// Dropout as a layer: each call draws a new mask (its seed advances per call), so a training
 /// loop gets a new mask every step with no recompile. `training` false: the identity.
 class Dropout {

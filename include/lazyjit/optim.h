@@ -77,17 +77,37 @@ struct AdamOptions {
 
 /// Adam (Kingma and Ba) with PyTorch's torch.optim.Adam semantics, bias-corrected; two state
 /// buffers per parameter (first and second moments), zeros materialised at construction.
-class Adam final : public Optimizer {
+class Adam : public Optimizer {
  public:
   Adam(std::vector<Tensor> params, AdamOptions options);
   const AdamOptions& options() const { return options_; }
   /// The state buffers: exp_avg of every parameter, then exp_avg_sq of every parameter.
   std::vector<Tensor> state() const;
 
+ protected:
+  /// `decoupled`: weight decay shrinks the parameters (AdamW) instead of adding to the gradient.
+  Adam(std::vector<Tensor> params, AdamOptions options, bool decoupled);
+
  private:
   void update(size_t i, const Tensor& g) override;
   AdamOptions options_;
+  bool decoupled_ = false;
   std::vector<Tensor> exp_avg_, exp_avg_sq_;
+};
+
+struct AdamWOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 1e-2;  ///< decoupled: each step multiplies a parameter by 1 - lr * weight_decay
+};
+
+/// AdamW (Loshchilov and Hutter) with PyTorch's torch.optim.AdamW semantics: Adam whose weight
+/// decay shrinks each parameter before its update, outside the moments.
+class AdamW final : public Adam {
+ public:
+  AdamW(std::vector<Tensor> params, AdamWOptions options);
 };
 
 }  // namespace lazyjit::optim

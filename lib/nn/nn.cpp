@@ -138,6 +138,26 @@ Tensor batch_norm(const Tensor& input, Tensor running_mean, Tensor running_var, 
   return y;
 }
 
+Tensor clip_grad_norm_(const std::vector<Tensor>& params, double max_norm) {
+  if (!(max_norm >= 0)) throw Error(fmt::format("clip_grad_norm_: max_norm must be >= 0, got {}", max_norm));
+  std::vector<Tensor> grads;
+  bool all_double = true;
+  for (const Tensor& p : params) {
+    check_defined("clip_grad_norm_", "a parameter", p);
+    Tensor g = p.grad();
+    if (!g.defined()) continue;
+    all_double = all_double && g.dtype() == DType::Float64;
+    grads.push_back(std::move(g));
+  }
+  const DType dtype = !grads.empty() && all_double ? DType::Float64 : DType::Float32;
+  Tensor squares = zeros({}, dtype);
+  for (const Tensor& g : grads) squares = squares + sum(g.to(dtype) * g.to(dtype));
+  const Tensor norm = sqrt(squares);
+  const Tensor scale = minimum(max_norm / (norm + 1e-6), ones({}, dtype));
+  for (Tensor& g : grads) g.mul_(scale.to(g.dtype()));
+  return norm;
+}
+
 Dropout::Dropout(double p, uint64_t seed) : p_(p), seed_(seed) {
   if (!(p >= 0.0 && p <= 1.0)) throw Error(fmt::format("Dropout: probability has to be between 0 and 1, but got {}", p));
 }

@@ -92,12 +92,15 @@ void SGD::update(size_t i, const Tensor& g) {
   p -= options_.lr * d;
 }
 
-Adam::Adam(std::vector<Tensor> params, AdamOptions options) : Optimizer(std::move(params)), options_(options) {
+Adam::Adam(std::vector<Tensor> params, AdamOptions options) : Adam(std::move(params), options, false) {}
+
+Adam::Adam(std::vector<Tensor> params, AdamOptions options, bool decoupled)
+    : Optimizer(std::move(params)), options_(options), decoupled_(decoupled) {
   if (!(options.lr >= 0) || !(options.eps >= 0) || !(options.weight_decay >= 0) ||
       !(options.beta1 >= 0 && options.beta1 < 1) || !(options.beta2 >= 0 && options.beta2 < 1)) {
-    throw Error(fmt::format("Adam: invalid options lr {}, betas ({}, {}), eps {}, weight_decay {} (want lr, eps, "
+    throw Error(fmt::format("{}: invalid options lr {}, betas ({}, {}), eps {}, weight_decay {} (want lr, eps, "
                             "weight_decay >= 0 and betas in [0, 1))",
-                            options.lr, options.beta1, options.beta2, options.eps, options.weight_decay));
+                            decoupled ? "AdamW" : "Adam", options.lr, options.beta1, options.beta2, options.eps, options.weight_decay));
   }
   exp_avg_ = materialised_zeros(params_);
   exp_avg_sq_ = materialised_zeros(params_);
@@ -112,7 +115,8 @@ std::vector<Tensor> Adam::state() const {
 void Adam::update(size_t i, const Tensor& g) {
   const AdamOptions& o = options_;
   Tensor& p = params_[i];
-  const Tensor d = o.weight_decay != 0 ? g + o.weight_decay * p : g;
+  if (decoupled_ && o.weight_decay != 0) p *= 1.0 - o.lr * o.weight_decay;
+  const Tensor d = !decoupled_ && o.weight_decay != 0 ? g + o.weight_decay * p : g;
   Tensor &m = exp_avg_[i], &v = exp_avg_sq_[i];
   m *= o.beta1;
   m += (1.0 - o.beta1) * d;
@@ -125,5 +129,9 @@ void Adam::update(size_t i, const Tensor& g) {
   const double inv_sqrt_bc2 = 1.0 / std::sqrt(1.0 - std::pow(o.beta2, t));
   p -= step_size * m / (sqrt(v) * inv_sqrt_bc2 + o.eps);
 }
+
+AdamW::AdamW(std::vector<Tensor> params, AdamWOptions o)
+    : Adam(std::move(params),
+           {.lr = o.lr, .beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps, .weight_decay = o.weight_decay}, true) {}
 
 }  // namespace lazyjit::optim
