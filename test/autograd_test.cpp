@@ -391,6 +391,10 @@ void add_composite_cases(CaseTable& t) {
         [](const auto& x) { return softplus(x[0]); });
   t.add("batch_norm_training", std::nullopt, {{{a, 2, c}}, {{2}}, {{2}}},
         [](const auto& x) { return nn::batch_norm(x[0], Tensor(), Tensor(), x[1], x[2], true); });
+  t.add("attention", std::nullopt, {{{2, a, 3}}, {{b, 3}}, {{2, b, c}}},
+        [](const auto& x) { return scaled_dot_product_attention(x[0], x[1], x[2]); });
+  t.add("attention_causal", std::nullopt, {{{a, 3}}, {{a, 3}}, {{a, c}}},
+        [](const auto& x) { return scaled_dot_product_attention(x[0], x[1], x[2], true); });
   t.add("var_rows", std::nullopt, {{{a, b}}}, [](const auto& x) { return var(x[0], {1}); });
   t.add("var_all_biased", std::nullopt, {{{a, b}}}, [](const auto& x) { return var(x[0], {}, false); });
   t.add("std_rows", std::nullopt, {{{a, b}}}, [](const auto& x) { return std(x[0], {-1}, true, true); });

@@ -164,6 +164,43 @@ TEST(ActivationTest, SiluSoftplusLog1pExpm1MatchTheirFormulas) {
   }
 }
 
+TEST(AttentionTest, ScaledDotProductAttentionMatchesItsDefinition) {
+  std::mt19937 rng(23);
+  const int64_t B = 2, L = 5, S = 7, E = 3, Ev = 4;
+  const Tensor q = random_tensor(rng, {B, L, E}, DType::Float64), k = random_tensor(rng, {S, E}, DType::Float64);
+  const Tensor v = random_tensor(rng, {B, S, Ev}, DType::Float64);
+  const std::vector<double> qs = q.to_vector<double>(), ks = k.to_vector<double>(), vs = v.to_vector<double>();
+  for (bool causal : {false, true}) {
+    for (double scale : {0.0, 0.25}) {
+      const std::vector<double> got = scaled_dot_product_attention(q, k, v, causal, scale).to_vector<double>();
+      ASSERT_EQ(got.size(), static_cast<size_t>(B * L * Ev));
+      const double factor = scale > 0 ? scale : 1 / std::sqrt(3.0);
+      for (int64_t b = 0; b < B; ++b) {
+        for (int64_t i = 0; i < L; ++i) {
+          std::vector<double> w(S);
+          double top = -INFINITY, total = 0;
+          for (int64_t j = 0; j < S; ++j) {
+            double dot = 0;
+            for (int64_t e = 0; e < E; ++e) dot += qs[(b * L + i) * E + e] * ks[j * E + e];
+            w[j] = causal && j > i ? -INFINITY : dot * factor;
+            top = std::max(top, w[j]);
+          }
+          for (double& x : w) total += x = std::exp(x - top);
+          for (int64_t c = 0; c < Ev; ++c) {
+            double want = 0;
+            for (int64_t j = 0; j < S; ++j) want += w[j] / total * vs[(b * S + j) * Ev + c];
+            EXPECT_NEAR(got[(b * L + i) * Ev + c], want, 1e-12) << "causal " << causal << " at " << b << "," << i << "," << c;
+          }
+        }
+      }
+    }
+  }
+  expect_error([&] { scaled_dot_product_attention(q, zeros({S, 2}, DType::Float64), v); },
+               "scaled_dot_product_attention: q [2, 5, 3], k [7, 2] and v [2, 7, 4] do not fit [..., L, E], [..., S, E], [..., S, Ev]");
+  expect_error([&] { scaled_dot_product_attention(arange(3), k, v); },
+               "scaled_dot_product_attention: q, k and v must be floating tensors of rank 2 or more, got [3]");
+}
+
 TEST(ReduceTest, SumOfBoolAndIntIsInt64AndMeanOfIntIsAnError) {
   const Tensor b = Tensor::from_vector<bool>({true, false, true}, {3});
   EXPECT_EQ(sum(b).dtype(), DType::Int64);

@@ -137,6 +137,14 @@ Tensor log_softmax(const Tensor& t, int64_t dim);
 Tensor layer_norm(const Tensor& x, int64_t normalized_ndim, const Tensor& gamma = Tensor(),
                   const Tensor& beta = Tensor(), double eps = 1e-5);
 
+/// softmax(q @ k^T * scale) @ v over the last two dims, as PyTorch's
+/// scaled_dot_product_attention: q is [..., L, E], k [..., S, E], v [..., S, Ev], batch dims
+/// broadcast; `scale` defaults to 1 / sqrt(E) (0: the default); `is_causal` masks position j
+/// from query i where j > i (the top-left aligned lower triangle). A composition of matmul,
+/// softmax and where: the planner fuses what it can.
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal = false,
+                                    double scale = 0.0);
+
 /// Matrix product with NumPy/PyTorch rules: 1-D operands become a row (left) or a column
 /// (right) vector and that dim is dropped from the result; batch dims broadcast. Float
 /// products run a packed, register-blocked kernel that applies the elementwise consumers of

@@ -2,6 +2,8 @@
 // argument conventions (negative dims, keepdim, -1 in shapes, Python slice bounds) are
 // resolved here, then one IR node is traced (ir/structured.h checks it).
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "fmt/format.h"
@@ -233,6 +235,31 @@ std::pair<ir::NodePtr, ir::Node::Attrs> shifted(std::string_view op, const Tenso
 }
 
 }  // namespace
+
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal,
+                                    double scale) {
+  const char* op = "scaled_dot_product_attention";
+  for (const Tensor* t : {&q, &k, &v}) {
+    const ir::NodePtr x = value_of(*t, op);
+    if (x->rank() < 2 || !is_floating(x->dtype())) {
+      throw Error(fmt::format("{}: q, k and v must be floating tensors of rank 2 or more, got {}", op,
+                              ir::shape_to_string(x->shape())));
+    }
+  }
+  const int64_t embed = q.shape().back(), length = q.shape()[q.dim() - 2], source = k.shape()[k.dim() - 2];
+  if (k.shape().back() != embed || v.shape()[v.dim() - 2] != source) {
+    throw Error(fmt::format("{}: q {}, k {} and v {} do not fit [..., L, E], [..., S, E], [..., S, Ev]", op,
+                            text(q.shape()), text(k.shape()), text(v.shape())));
+  }
+  if (!(scale >= 0)) throw Error(fmt::format("{}: scale {} is negative", op, scale));
+  const double factor = scale > 0 ? scale : 1.0 / std::sqrt(static_cast<double>(embed));
+  Tensor scores = matmul(q, transpose(k, -2, -1)) * factor;
+  if (is_causal) {
+    const Tensor later = gt(reshape(arange(source), {1, source}), reshape(arange(length), {length, 1}));
+    scores = masked_fill(scores, later, -std::numeric_limits<double>::infinity());
+  }
+  return matmul(softmax(scores, -1), v);
+}
 
 Tensor softmax(const Tensor& t, int64_t dim) {
   auto [z, attrs] = shifted("softmax", t, dim);
