@@ -223,6 +223,9 @@ void add_binary_cases(CaseTable& t) {
       {OpKind::Pow, [](const Tensor& a, const Tensor& b) { return pow(a, b); }, Domain::range(0.5, 2), {}},
       {OpKind::Maximum, &lazyjit::maximum, Domain::grid(0.25), Domain::grid(0.75)},
       {OpKind::Minimum, &lazyjit::minimum, Domain::grid(0.25), Domain::grid(0.75)},
+      // a / b in (1, 2): away from the integers where the floor jumps.
+      {OpKind::FloorDivide, &lazyjit::floor_divide, Domain::range(3.1, 3.9), Domain::range(2.0, 3.0)},
+      {OpKind::Remainder, &lazyjit::remainder, Domain::range(3.1, 3.9), Domain::range(2.0, 3.0)},
   };
   for (const Row& row : rows) {
     const int64_t a = t.size(), b = t.size(), c = t.size();

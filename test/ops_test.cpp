@@ -164,6 +164,37 @@ TEST(ActivationTest, SiluSoftplusLog1pExpm1MatchTheirFormulas) {
   }
 }
 
+TEST(DivisionTest, FloorDivideAndRemainderFollowPyTorchsSignRules) {
+  constexpr int32_t kMin = std::numeric_limits<int32_t>::min();
+  const Tensor a = Tensor::from_vector<int32_t>({7, -7, 7, -7, 6, kMin, kMin, 0}, {8});
+  const Tensor b = Tensor::from_vector<int32_t>({2, 2, -2, -2, 3, -1, 7, -3}, {8});
+  EXPECT_EQ(floor_divide(a, b).to_vector<int32_t>(), (std::vector<int32_t>{3, -4, -4, 3, 2, kMin, -306783379, 0}));
+  EXPECT_EQ(remainder(a, b).to_vector<int32_t>(), (std::vector<int32_t>{1, 1, -1, -1, 0, 0, 5, 0}));
+  EXPECT_EQ(floor_divide(a, b).dtype(), DType::Int32);
+  const Tensor x = Tensor::from_vector<double>({7.5, -7.5, 7.5, 0.3, -0.0, 0.0, 1.0, 5.0, -1.0}, {9});
+  const Tensor y = Tensor::from_vector<double>({-2, 2, 2, 0.1, 5, -5, 0, 0, 0}, {9});
+  const std::vector<double> q = floor_divide(x, y).to_vector<double>(), r = remainder(x, y).to_vector<double>();
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> want_q = {-4, -4, 3, 2, -0.0, -0.0, inf, inf, -inf};
+  for (size_t i = 0; i < want_q.size(); ++i) {
+    EXPECT_EQ(q[i], want_q[i]) << i;
+    EXPECT_EQ(std::signbit(q[i]), std::signbit(want_q[i])) << i;
+  }
+  EXPECT_EQ(r[0], -0.5);
+  EXPECT_EQ(r[1], 0.5);
+  EXPECT_EQ(r[2], 1.5);
+  EXPECT_TRUE(std::isnan(r[7]));
+  EXPECT_EQ(remainder(Tensor::from_vector<int64_t>({-3}, {1}), 5).item<int64_t>(), 2);
+  // An integer division by zero is found when the graph runs, on either tier.
+  for (Tier t : {Tier::Interpret, Tier::Compile}) {
+    tests::ScopedTier tier(t);
+    const Tensor zero_in = Tensor::from_vector<int64_t>({4, 0, 2}, {3});
+    const Tensor quotient = floor_divide(Tensor::from_vector<int64_t>({8, 8, 8}, {3}), zero_in);
+    expect_error([&] { quotient.to_vector<int64_t>(); }, "floor_divide: integer division by zero");
+    expect_error([&] { remainder(arange(3), zero_in).to_vector<int64_t>(); }, "remainder: integer division by zero");
+  }
+}
+
 TEST(AttentionTest, ScaledDotProductAttentionMatchesItsDefinition) {
   std::mt19937 rng(23);
   const int64_t B = 2, L = 5, S = 7, E = 3, Ev = 4;

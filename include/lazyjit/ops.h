@@ -32,6 +32,13 @@ Tensor mul(const Tensor& a, const Tensor& b);
 Tensor div(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, Scalar b);
+/// Floor division and the remainder with the divisor's sign, as PyTorch's floor_divide and
+/// remainder (integers stay integers; an integer division by zero fails the run that finds
+/// it, as an index out of range does).
+Tensor floor_divide(const Tensor& a, const Tensor& b);
+Tensor remainder(const Tensor& a, const Tensor& b);
+Tensor floor_divide(const Tensor& a, Scalar b);
+Tensor remainder(const Tensor& a, Scalar b);
 Tensor maximum(const Tensor& a, const Tensor& b);  ///< NaN-propagating
 Tensor minimum(const Tensor& a, const Tensor& b);  ///< NaN-propagating
 

@@ -65,6 +65,39 @@ Value* libm_call(IRBuilder<>& b, const char* name, Value* x) {
 Value* fconst(Value* like, double v) { return llvm::ConstantFP::get(like->getType(), v); }
 Value* iconst(Value* like, int64_t v) { return llvm::ConstantInt::get(like->getType(), v, true); }
 
+/// ir::semantics::floor_divide and remainder on integers: the divisor is replaced by 1 where it
+/// is 0 (the kernel's check fails the run there) or -1 (the quotient is -a, wrapping), so
+/// that sdiv never traps.
+Value* int_floor_division(IRBuilder<>& b, OpKind op, Value* a, Value* d) {
+  Value* zero = b.CreateICmpEQ(d, iconst(d, 0));
+  Value* minus_one = b.CreateICmpEQ(d, iconst(d, -1));
+  Value* safe = b.CreateSelect(b.CreateOr(zero, minus_one), iconst(d, 1), d);
+  Value* q = b.CreateSDiv(a, safe);
+  Value* r = b.CreateSRem(a, safe);
+  // A nonzero remainder of the other sign than the divisor: round the quotient down.
+  Value* down = b.CreateAnd(b.CreateICmpNE(r, iconst(r, 0)), b.CreateICmpSLT(b.CreateXor(r, safe), iconst(r, 0)));
+  if (op == OpKind::Remainder) return b.CreateSelect(down, b.CreateAdd(r, safe), r);
+  Value* floored = b.CreateSub(q, b.CreateZExt(down, q->getType()));
+  return b.CreateSelect(minus_one, b.CreateNeg(a), b.CreateSelect(zero, iconst(a, 0), floored));
+}
+
+/// The same on floats, step for step as the scalar form (from fmod: LLVM's frem).
+Value* float_floor_division(IRBuilder<>& b, OpKind op, Value* a, Value* d) {
+  Value* mod = b.CreateFRem(a, d);
+  Value* other_sign = b.CreateXor(b.CreateFCmpOLT(d, fconst(d, 0.0)), b.CreateFCmpOLT(mod, fconst(mod, 0.0)));
+  Value* down = b.CreateAnd(b.CreateFCmpUNE(mod, fconst(mod, 0.0)), other_sign);
+  if (op == OpKind::Remainder) return b.CreateSelect(down, b.CreateFAdd(mod, d), mod);
+  Value* div = b.CreateFDiv(b.CreateFSub(a, mod), d);
+  div = b.CreateSelect(down, b.CreateFSub(div, fconst(div, 1.0)), div);
+  Value* floored = b.CreateIntrinsic(llvm::Intrinsic::floor, {div->getType()}, {div});
+  Value* up = b.CreateFCmpOGT(b.CreateFSub(div, floored), fconst(div, 0.5));
+  floored = b.CreateSelect(up, b.CreateFAdd(floored, fconst(div, 1.0)), floored);
+  Value* quotient = b.CreateFDiv(a, d);
+  Value* signed_zero = b.CreateIntrinsic(llvm::Intrinsic::copysign, {div->getType()}, {fconst(div, 0.0), quotient});
+  Value* result = b.CreateSelect(b.CreateFCmpUNE(div, fconst(div, 0.0)), floored, signed_zero);
+  return b.CreateSelect(b.CreateFCmpOEQ(d, fconst(d, 0.0)), quotient, result);
+}
+
 /// Integer power by squaring (ir::semantics::int_pow), as an internal function of the module.
 llvm::Function* int_pow_function(llvm::Module& m, llvm::Type* type) {
   const std::string name = "lazyjit.ipow.i" + std::to_string(type->getIntegerBitWidth());
@@ -146,6 +179,7 @@ Value* emit_int(IRBuilder<>& b, OpKind op, std::span<Value* const> a) {
     case OpKind::Mul: return b.CreateMul(a[0], a[1]);
     case OpKind::Pow:
       return b.CreateCall(int_pow_function(*b.GetInsertBlock()->getModule(), a[0]->getType()), {a[0], a[1]});
+    case OpKind::FloorDivide: case OpKind::Remainder: return int_floor_division(b, op, a[0], a[1]);
     case OpKind::Maximum: return intrinsic(b, llvm::Intrinsic::smax, {a[0], a[1]});
     case OpKind::Minimum: return intrinsic(b, llvm::Intrinsic::smin, {a[0], a[1]});
     case OpKind::Neg: return b.CreateNeg(a[0]);
@@ -172,6 +206,7 @@ Value* emit_float(IRBuilder<>& b, OpKind op, std::span<Value* const> a) {
     case OpKind::Mul: return b.CreateFMul(x, a[1]);
     case OpKind::Div: return b.CreateFDiv(x, a[1]);
     case OpKind::Pow: return intrinsic(b, I::pow, {x, a[1]});
+    case OpKind::FloorDivide: case OpKind::Remainder: return float_floor_division(b, op, x, a[1]);
     case OpKind::Maximum: return intrinsic(b, I::maximum, {x, a[1]});
     case OpKind::Minimum: return intrinsic(b, I::minimum, {x, a[1]});
     case OpKind::Neg: return b.CreateFNeg(x);

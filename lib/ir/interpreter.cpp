@@ -133,6 +133,9 @@ HostTensor eval_elementwise(const Node& node, const std::vector<const HostTensor
       for_each_index(node.shape(), strides, [&](int64_t i, const std::vector<int64_t>& off) {
         T x[3] = {};
         for (size_t k = 0; k < args.size(); ++k) x[k] = get<T>(*args[k], off[k]);
+        if constexpr (std::is_integral_v<T>) {
+          if (divides(op) && x[1] == 0) throw Error(division_error(op));
+        }
         set<T>(out, i, semantics::apply_same<T>(op, x));
       });
     });

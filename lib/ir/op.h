@@ -65,6 +65,9 @@ const OpInfo& op_info(OpKind op);
 inline bool indexes_by_data(OpKind op) {
   return op == OpKind::IndexSelect || op == OpKind::Gather || op == OpKind::OneHot;
 }
+/// Whether `op` divides by its second operand: on integers its kernels check the divisor (a
+/// division by zero fails the run).
+inline bool divides(OpKind op) { return op == OpKind::FloorDivide || op == OpKind::Remainder; }
 inline std::string_view op_name(OpKind op) { return op_info(op).name; }
 /// The op whose text name is `name`, if any.
 std::optional<OpKind> op_from_name(std::string_view name);

@@ -18,6 +18,40 @@ template <class T> T wrap_add(T a, T b) { using U = std::make_unsigned_t<T>; ret
 template <class T> T wrap_sub(T a, T b) { using U = std::make_unsigned_t<T>; return wrap<T>(U(a) - U(b)); }
 template <class T> T wrap_mul(T a, T b) { using U = std::make_unsigned_t<T>; return wrap<T>(U(a) * U(b)); }
 
+/// PyTorch's floor division and remainder. Integers: a zero divisor gives 0 here (the run
+/// fails on it: the kernel checks the divisor, the interpreter throws) and the minimum over
+/// -1 wraps. Floats: as c10::div_floor_floating, from fmod, so that a / b's rounding cannot
+/// put the quotient on the wrong side of an integer.
+template <class T>
+T floor_divide(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    if (b == 0) return 0;
+    if (b == -1) return wrap_sub(T(0), a);
+    const T q = a / b, r = a % b;
+    return r != 0 && ((r < 0) != (b < 0)) ? T(q - 1) : q;
+  } else {
+    if (b == 0) return a / b;
+    const T mod = std::fmod(a, b);
+    T div = (a - mod) / b;
+    if (mod != 0 && (b < 0) != (mod < 0)) div -= T(1);
+    if (div == 0) return std::copysign(T(0), a / b);
+    T floored = std::floor(div);
+    if (div - floored > T(0.5)) floored += T(1);
+    return floored;
+  }
+}
+template <class T>
+T remainder(T a, T b) {
+  T r;
+  if constexpr (std::is_integral_v<T>) {
+    if (b == 0 || b == -1) return 0;
+    r = a % b;
+  } else {
+    r = std::fmod(a, b);
+  }
+  return r != 0 && ((r < 0) != (b < 0)) ? T(r + b) : r;
+}
+
 /// Integer power by squaring; a negative exponent gives 0 unless |base| == 1.
 template <class T>
 T int_pow(T base, T exponent) {
@@ -70,6 +104,8 @@ T apply_same(OpKind op, const T* x) {
       case OpKind::Sub: return wrap_sub(x[0], x[1]);
       case OpKind::Mul: return wrap_mul(x[0], x[1]);
       case OpKind::Pow: return int_pow(x[0], x[1]);
+      case OpKind::FloorDivide: return floor_divide(x[0], x[1]);
+      case OpKind::Remainder: return remainder(x[0], x[1]);
       case OpKind::Maximum: return nan_max(x[0], x[1]);
       case OpKind::Minimum: return nan_min(x[0], x[1]);
       case OpKind::Neg: return wrap_sub(T(0), x[0]);
@@ -87,6 +123,8 @@ T apply_same(OpKind op, const T* x) {
       case OpKind::Mul: return x[0] * x[1];
       case OpKind::Div: return x[0] / x[1];
       case OpKind::Pow: return std::pow(x[0], x[1]);
+      case OpKind::FloorDivide: return floor_divide(x[0], x[1]);
+      case OpKind::Remainder: return remainder(x[0], x[1]);
       case OpKind::Maximum: return nan_max(x[0], x[1]);
       case OpKind::Minimum: return nan_min(x[0], x[1]);
       case OpKind::Neg: return -x[0];

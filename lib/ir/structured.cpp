@@ -324,6 +324,8 @@ bool operand_index(const Node& node, IndexArith& arith, std::span<const IndexAri
   }
 }
 
+std::string division_error(OpKind op) { return fmt::format("{}: integer division by zero", op_name(op)); }
+
 std::string index_error(OpKind op, const Node::Attrs& attrs, int64_t index, int64_t size) {
   if (op == OpKind::OneHot) return fmt::format("one_hot: index {} is out of range for {} classes", index, size);
   return fmt::format("{}: index {} is out of range for dim {} of size {}", op_name(op), index, attrs[0], size);

@@ -48,6 +48,8 @@ bool operand_index(const Node& node, IndexArith& arith, std::span<const IndexAri
 /// The error of an index out of range at run time (IndexSelect, Gather): found by the
 /// interpreter and by the kernel status word alike.
 std::string index_error(OpKind op, const Node::Attrs& attrs, int64_t index, int64_t size);
+/// The error of an integer division by zero (floor_divide, remainder), likewise.
+std::string division_error(OpKind op);
 
 /// A Rand or Randn leaf: element i is a function of (seed, i) alone (scalar_semantics.h).
 NodePtr make_random(OpKind op, int64_t seed, DType dtype, Shape shape);

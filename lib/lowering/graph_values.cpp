@@ -136,6 +136,7 @@ Id GraphValues::compute(int node, const Index& index) {
         const auto bound = bound_.find(operand);  // (a bound value needs no index)
         args.push_back(bound != bound_.end() ? bound->second : at(operand, operand_index(node, operand, index)));
       }
+      if (ir::divides(n.op()) && !is_floating(n.dtype())) args[1] = checked_divisor(node, args[1]);
       return k_.op(n.op(), n.dtype(), std::move(args));
     }
     case ir::AccessPattern::IndexMap: return view(node, index);
@@ -154,6 +155,15 @@ Id GraphValues::checked_index(int node, Id value, int bounded, int d) {
   frame_.checks.resize(code);
   frame_.checks[code - 1] = {node, offsets_[bounded] + d};
   return picked;
+}
+
+Id GraphValues::checked_divisor(int node, Id divisor) {
+  const DType dtype = graph_.nodes[node]->dtype();
+  const Id nonzero = k_.op(OpKind::Ne, DType::Bool, {divisor, k_.constant(dtype, 0)});
+  const int code = k_.check(nonzero, k_.convert(divisor, DType::Int64), buffer(KernelFrame::kStatus, DType::Int64));
+  frame_.checks.resize(code);
+  frame_.checks[code - 1] = {node, KernelCheck::kNonzero};
+  return divisor;
 }
 
 Id GraphValues::view(int node, const Index& index) {

@@ -61,6 +61,8 @@ class GraphValues {
   /// `value` (an index that `node` reads from data) as Int64, checked to lie in [0, dim `d` of
   /// `bounded`): a failed check ends the kernel with the status word (frame's checks).
   kir::Id checked_index(int node, kir::Id value, int bounded, int d);
+  /// `divisor`, after a check that it is not 0 (an integer division of `node`).
+  kir::Id checked_divisor(int node, kir::Id divisor);
   Index operand_index(int node, int operand, const Index& index);
   std::vector<kir::Id> dims_of(int node, const Index& index);
   kir::Id linear_of(int node, const Index& index);

@@ -25,8 +25,9 @@ using KernelFn = int32_t (*)(void* const* args, const int64_t* dims, int64_t beg
 /// What a kernel's check tests, for the runtime's error: an index of `node` (an IndexSelect
 /// or a Gather) must be in [0, the shape-table entry `bound`).
 struct KernelCheck {
+  static constexpr int kNonzero = -1;  ///< `bound` of a divisor's check
   int node;
-  int bound;
+  int bound;  ///< the shape-table offset of the dim an index must be below, or kNonzero
 };
 
 /// Where a kernel's arguments come from in the graph's tables, filled when its kernel IR is built.

@@ -74,7 +74,9 @@ void plan_donation_candidates(const ir::Graph& graph, KernelPlan& plan) {
       if (regions[k].empty()) regions[k] = region_of(graph, plan, kernels[k]);
       checks[k] = 0;
       for (size_t n = 0; n < graph.nodes.size() && checks[k] == 0; ++n) {
-        checks[k] = regions[k][n] && ir::indexes_by_data(graph.nodes[n]->op());
+        const ir::Node& node = *graph.nodes[n];
+        checks[k] = regions[k][n] && (ir::indexes_by_data(node.op()) ||
+                                      (ir::divides(node.op()) && !is_floating(node.dtype())));
       }
     }
     return checks[k] == 1;

@@ -280,6 +280,7 @@ void GraphExecutor::execute(const ir::Graph& graph, const Code& code, std::span<
       counters_.execute_ns.fetch_add(nanoseconds_since(start), std::memory_order_relaxed);
       const lowering::KernelCheck& check = kernel.frame.checks.at(status - 1);
       const ir::Node& node = *graph.nodes[check.node];
+      if (check.bound == lowering::KernelCheck::kNonzero) throw Error(ir::division_error(node.op()));
       throw Error(ir::index_error(node.op(), node.attrs(), offending, shapes[check.bound]));
     }
     for (int t : dead[pos]) temps[t].reset();

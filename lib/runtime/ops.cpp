@@ -73,6 +73,8 @@ Tensor arange(int64_t n, DType dtype) {
 }
 
 Tensor pow(const Tensor& a, Scalar b) { return binary(OpKind::Pow, a, b); }
+Tensor floor_divide(const Tensor& a, Scalar b) { return binary(OpKind::FloorDivide, a, b); }
+Tensor remainder(const Tensor& a, Scalar b) { return binary(OpKind::Remainder, a, b); }
 
 Tensor operator+(const Tensor& a, const Tensor& b) { return binary(OpKind::Add, a, b); }
 Tensor operator-(const Tensor& a, const Tensor& b) { return binary(OpKind::Sub, a, b); }
