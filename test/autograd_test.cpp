@@ -398,6 +398,7 @@ void add_composite_cases(CaseTable& t) {
         [](const auto& x) { return scaled_dot_product_attention(x[0], x[1], x[2]); });
   t.add("attention_causal", std::nullopt, {{{a, 3}}, {{a, 3}}, {{a, c}}},
         [](const auto& x) { return scaled_dot_product_attention(x[0], x[1], x[2], true); });
+  t.add("topk_values", std::nullopt, {{{a, 5}, Domain::spread()}}, [](const auto& x) { return topk(x[0], 2).values; });
   t.add("var_rows", std::nullopt, {{{a, b}}}, [](const auto& x) { return var(x[0], {1}); });
   t.add("var_all_biased", std::nullopt, {{{a, b}}}, [](const auto& x) { return var(x[0], {}, false); });
   t.add("std_rows", std::nullopt, {{{a, b}}}, [](const auto& x) { return std(x[0], {-1}, true, true); });

@@ -5,10 +5,12 @@
 // message checked.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <vector>
 
@@ -120,6 +122,47 @@ TEST(ReduceTest, ArgminMinAndMaxFindTheFirstExtremum) {
       }
     }
   }
+}
+
+TEST(ReduceTest, TopkPicksTheLargestFirstWithTiesInIndexOrderAndNaNOnTop) {
+  std::mt19937 rng(19);
+  for (DType dtype : kNumeric) {
+    for (int trial = 0; trial < 6; ++trial) {
+      const int64_t rows = 1 + trial % 3, size = 1 + static_cast<int64_t>(rng() % 9);
+      std::vector<double> v(static_cast<size_t>(rows * size));
+      for (double& e : v) e = static_cast<double>(static_cast<int>(rng() % 5) - 2);  // ties
+      if (is_floating(dtype) && v.size() > 2) v[1] = NAN;
+      const Tensor x = Tensor::from_vector<double>(v, {rows, size}).to(dtype);
+      for (int64_t k : {int64_t{0}, int64_t{1}, std::min<int64_t>(3, size), size}) {
+        for (int64_t dim : {int64_t{-1}, int64_t{1}}) {
+          const ValuesIndices top = topk(x, k, dim);
+          ASSERT_EQ(top.indices.shape(), (Shape{rows, k}));
+          const std::vector<int64_t> got = top.indices.to_vector<int64_t>();
+          const std::vector<double> values = top.values.to(DType::Float64).to_vector<double>();
+          for (int64_t r = 0; r < rows; ++r) {
+            std::vector<int64_t> order(static_cast<size_t>(size));
+            std::iota(order.begin(), order.end(), 0);
+            auto key = [&](int64_t j) { return v[r * size + j]; };
+            std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+              if (std::isnan(key(a)) || std::isnan(key(b))) return std::isnan(key(a)) && !std::isnan(key(b));
+              return key(a) > key(b);
+            });
+            for (int64_t i = 0; i < k; ++i) {
+              EXPECT_EQ(got[r * k + i], order[i]) << dtype_name(dtype) << " row " << r << " k " << k << " rank " << i;
+              const double want = key(order[i]);
+              if (std::isnan(want)) EXPECT_TRUE(std::isnan(values[r * k + i]));
+              else EXPECT_EQ(values[r * k + i], want);
+            }
+          }
+        }
+      }
+    }
+  }
+  constexpr int32_t kMin = std::numeric_limits<int32_t>::min();
+  const ValuesIndices low = topk(Tensor::from_vector<int32_t>({kMin, 5, kMin}, {3}), 3);
+  EXPECT_EQ(low.indices.to_vector<int64_t>(), (std::vector<int64_t>{1, 0, 2}));
+  expect_error([&] { topk(zeros({2, 3}), 4); }, "topk: k 4 is out of range for a dim of size 3");
+  expect_error([&] { topk(zeros({2, 3}), 1, 2); }, "topk: dim 2 is out of range for a tensor of rank 2 (expected -2 to 1)");
 }
 
 TEST(ReduceTest, VarAndStdMatchTwoPassSumsInDouble) {

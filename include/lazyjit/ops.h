@@ -130,6 +130,11 @@ struct ValuesIndices {
 };
 ValuesIndices max(const Tensor& t, int64_t dim, bool keepdim = false);
 ValuesIndices min(const Tensor& t, int64_t dim, bool keepdim = false);
+/// The k largest elements along `dim` and their indices, largest first (NaN counts as the
+/// largest; among equal values the first index comes first), as PyTorch's topk with
+/// largest=true and sorted=true. For small k: k rounds of a fold over `dim`. The values are
+/// gathered at the indices, so gradients flow to the elements picked.
+ValuesIndices topk(const Tensor& t, int64_t k, int64_t dim = -1);
 /// Variance and standard deviation over `dims` (empty: all), with Bessel's correction when
 /// `unbiased` (fewer than two elements then give NaN); float dtypes only.
 Tensor var(const Tensor& t, std::vector<int64_t> dims = {}, bool unbiased = true, bool keepdim = false);

@@ -199,6 +199,40 @@ ValuesIndices min(const Tensor& t, int64_t dim, bool keepdim) {
   return {amin(t, {dim}, keepdim), argmin(t, dim, keepdim)};
 }
 
+ValuesIndices topk(const Tensor& t, int64_t k, int64_t dim) {
+  const ir::NodePtr x = value_of(t, "topk");
+  if (x->dtype() == DType::Bool) throw Error("topk: bool operands are not supported");
+  dim = wrap_dim_of("topk", dim, x->rank());
+  const int64_t size = x->rank() == 0 ? 1 : x->shape()[dim];
+  if (k < 0 || k > size) throw Error(fmt::format("topk: k {} is out of range for a dim of size {}", k, size));
+  if (x->rank() == 0) return {t, zeros({}, DType::Int64)};
+  // Each round takes the first untaken position holding the largest untaken value (NaN
+  // included), so that ties and the integer minimum never pick a position twice.
+  std::vector<int64_t> positions(static_cast<size_t>(x->rank()), 1);
+  positions[dim] = size;
+  const Tensor position = reshape(arange(size), positions);
+  const bool floating = is_floating(x->dtype());
+  const Tensor is_nan = floating ? ne(t, t) : zeros(t.shape(), DType::Bool);
+  const Scalar lowest_value = floating ? Scalar(-std::numeric_limits<double>::infinity())
+                             : x->dtype() == DType::Int32 ? Scalar(int64_t{std::numeric_limits<int32_t>::min()})
+                                                          : Scalar(std::numeric_limits<int64_t>::min());
+  const Tensor lowest = full({}, lowest_value, x->dtype());
+  Tensor taken = zeros(t.shape(), DType::Bool);
+  std::vector<Tensor> picks;
+  for (int64_t round = 0; round < k; ++round) {
+    const Tensor best = amax(where(taken, lowest, t), {dim}, /*keepdim=*/true);
+    const Tensor best_is_nan = floating ? ne(best, best) : zeros(best.shape(), DType::Bool);
+    const Tensor hit = logical_and(logical_not(taken), logical_or(eq(t, best), logical_and(is_nan, best_is_nan)));
+    const Tensor pick = argmax(hit.to(DType::Int32), dim, /*keepdim=*/true);
+    taken = logical_or(taken, eq(position, pick));
+    picks.push_back(pick);
+  }
+  std::vector<int64_t> none = t.shape();
+  none[dim] = 0;
+  const Tensor indices = k == 0 ? zeros(none, DType::Int64) : cat(picks, dim);
+  return {gather(t, dim, indices), indices};
+}
+
 Tensor var(const Tensor& t, std::vector<int64_t> dims, bool unbiased, bool keepdim) {
   ir::NodePtr x = value_of(t, "var");
   if (!is_floating(x->dtype())) {
