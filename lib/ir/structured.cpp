@@ -30,12 +30,12 @@ absl::StatusOr<DType> common_dtype(const OpInfo& info, std::span<const NodePtr> 
 
 absl::StatusOr<Shape> reduce_shape(OpKind op, const OpInfo& info, const Shape& in, const Node::Attrs& dims) {
   Shape out = in;
+  const std::optional<FoldInfo> fold = fold_info(op);
+  const bool extremum = !fold.has_value() || fold->combine == OpKind::Maximum || fold->combine == OpKind::Minimum;
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] < 0 || dims[i] >= static_cast<int64_t>(in.size()) || (i > 0 && dims[i] <= dims[i - 1])) {
       return invalid(fmt::format("{}: dims {} must be ascending and in [0, {})", info.name, dims_text(dims), in.size()));
     }
-    const std::optional<FoldInfo> fold = fold_info(op);
-    const bool extremum = !fold.has_value() || fold->combine == OpKind::Maximum || fold->combine == OpKind::Minimum;
     if (in[dims[i]] == 0 && extremum) {  // as PyTorch: amax, amin and argmax of nothing are errors
       return invalid(fmt::format("{}: cannot reduce dim {} of size 0 (shape {}): there is no identity",
                                  info.name, dims[i], shape_to_string(in)));

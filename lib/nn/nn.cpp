@@ -111,7 +111,7 @@ Tensor batch_norm(const Tensor& input, Tensor running_mean, Tensor running_var, 
   for (int64_t d = 2; d < input.dim(); ++d) dims.push_back(d);
   column[1] = channels;  // a [C] tensor as [1, C, 1, ...]
   auto per_row = [&](const Tensor& t) { return reshape(t.to(input.dtype()), column); };
-  Tensor batch_mean, batch_var;
+  Tensor centred, batch_var;
   if (training) {
     int64_t n = 1;
     for (int64_t d : dims) n *= input.shape()[d];
@@ -119,8 +119,9 @@ Tensor batch_norm(const Tensor& input, Tensor running_mean, Tensor running_var, 
       throw Error(fmt::format("batch_norm: expected more than 1 value per channel when training, got input {}",
                               describe(input)));
     }
-    batch_mean = mean(input, dims, /*keepdim=*/true);
-    batch_var = var(input, dims, /*unbiased=*/false, /*keepdim=*/true);
+    const Tensor batch_mean = mean(input, dims, /*keepdim=*/true);
+    centred = input - batch_mean;
+    batch_var = mean(centred * centred, dims, /*keepdim=*/true);  // biased; one mean, not var()'s second
     if (running_mean.defined()) {
       running_mean.copy_(running_mean * (1.0 - momentum) + reshape(batch_mean, {channels}) * momentum);
     }
@@ -129,10 +130,10 @@ Tensor batch_norm(const Tensor& input, Tensor running_mean, Tensor running_var, 
       running_var.copy_(running_var * (1.0 - momentum) + reshape(batch_var, {channels}) * (momentum * unbias));
     }
   } else {
-    batch_mean = per_row(running_mean);
+    centred = input - per_row(running_mean);
     batch_var = per_row(running_var);
   }
-  Tensor y = (input - batch_mean) * rsqrt(batch_var + eps);
+  Tensor y = centred * rsqrt(batch_var + eps);
   if (weight.defined()) y = y * per_row(weight);
   if (bias.defined()) y = y + per_row(bias);
   return y;
@@ -151,7 +152,10 @@ Tensor clip_grad_norm_(const std::vector<Tensor>& params, double max_norm) {
   }
   const DType dtype = !grads.empty() && all_double ? DType::Float64 : DType::Float32;
   Tensor squares = zeros({}, dtype);
-  for (const Tensor& g : grads) squares = squares + sum(g.to(dtype) * g.to(dtype));
+  for (const Tensor& g : grads) {
+    const Tensor wide = g.to(dtype);
+    squares = squares + sum(wide * wide);
+  }
   const Tensor norm = sqrt(squares);
   const Tensor scale = minimum(max_norm / (norm + 1e-6), ones({}, dtype));
   for (Tensor& g : grads) g.mul_(scale.to(g.dtype()));

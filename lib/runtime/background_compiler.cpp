@@ -97,7 +97,7 @@ void BackgroundCompiler::for_each(size_t count, absl::FunctionRef<void(size_t)> 
   };
   std::vector<std::unique_ptr<StackThread>> helpers;
   const size_t threads = std::min(count, static_cast<size_t>(threads_));
-  for (size_t t = 1; t < threads; ++t) helpers.push_back(std::make_unique<StackThread>(kKernelCompileStackBytes, work));
+  for (size_t t = 1; t < threads; ++t) helpers.push_back(std::make_unique<StackThread>(kCompileThreadStackBytes, work));
   work();
   for (auto& helper : helpers) helper->join();
 }

@@ -45,7 +45,7 @@ struct Executor::Arena {
   // Workers get room to compile a kernel in place (where this process starts them; oneTBB's
   // default is 4 MiB).
   explicit Arena(int threads)
-      : stack(tbb::global_control::thread_stack_size, 2 * kKernelCompileStackBytes), arena(threads) {
+      : stack(tbb::global_control::thread_stack_size, kCompileThreadStackBytes), arena(threads) {
     arena.initialize();
   }
   tbb::global_control stack;

@@ -25,9 +25,14 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 /// Lowering recurses kMaxFusedDepth levels at most. A thread that compiles a graph runs its
-/// share of the kernels' compiles in place; each of those needs kKernelCompileStackBytes.
+/// share of the kernels' compiles in place (kCompileThreadStackBytes).
 constexpr size_t kLowerStackBytes = size_t{4} << 20;
-constexpr size_t kCompileStackBytes = 2 * kKernelCompileStackBytes;
+
+/// `task` with a kernel compile's stack: in place on a thread started for compiles, on a
+/// thread of its own on one with less room (a user's oneTBB worker started before ours).
+void with_compile_stack(absl::FunctionRef<void(size_t)> task, size_t i) {
+  run_with_stack(kKernelCompileStackBytes, [&] { task(i); });
+}
 
 int64_t nanoseconds_since(Clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
@@ -120,7 +125,7 @@ std::shared_ptr<const codegen::CompiledGraph> GraphExecutor::compiled(const ir::
                                                                       std::span<const lowering::Alias> aliases,
                                                                       const ir::Hash128& key) {
   auto result = cache_.get_or_make(key, [&] {
-    return run_with_stack(kCompileStackBytes, [&] {
+    return run_with_stack(kCompileThreadStackBytes, [&] {
       if (plan == nullptr) plan = plan_of(graph);
       return graph_compiler_.compile(graph, *plan, aliases, key, [this](size_t count, auto task) {
         compile_on_runtime_threads(count, task);
@@ -163,7 +168,7 @@ std::shared_ptr<const Tier0Graph> GraphExecutor::interpreted(const ir::Graph& gr
 }
 
 void GraphExecutor::compile_on_runtime_threads(size_t count, absl::FunctionRef<void(size_t)> task) const {
-  executor_.for_each(count, [&](size_t i) { run_with_stack(kKernelCompileStackBytes, [&] { task(i); }); });
+  executor_.for_each(count, [&](size_t i) { with_compile_stack(task, i); });
 }
 
 void GraphExecutor::compile_in_background(const ir::Hash128& key, std::shared_ptr<GraphCompiler::Lowered> job) {
@@ -171,9 +176,9 @@ void GraphExecutor::compile_in_background(const ir::Hash128& key, std::shared_pt
     const std::string stem = job->stem;
     try {
       auto made = cache_.get_or_make(key, [&] {
-        return run_with_stack(kCompileStackBytes, [&] {
+        return run_with_stack(kCompileThreadStackBytes, [&] {
           auto on_compile_threads = [this](size_t count, absl::FunctionRef<void(size_t)> task) {
-            background_.for_each(count, [&](size_t i) { run_with_stack(kKernelCompileStackBytes, [&] { task(i); }); });
+            background_.for_each(count, [&](size_t i) { with_compile_stack(task, i); });
           };
           return graph_compiler_.compile(std::move(*job), on_compile_threads, /*background=*/true);
         });

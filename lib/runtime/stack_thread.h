@@ -40,6 +40,9 @@ inline size_t stack_left() {
 /// The stack one kernel's compile needs (emission of kMaxFusedDepth levels of expressions,
 /// then LLVM's recursion), also under the sanitizers.
 inline constexpr size_t kKernelCompileStackBytes = size_t{16} << 20;
+/// The stack of a thread that runs kernel compiles in place (run_with_stack needs the
+/// kernel's stack plus a margin left below the caller).
+inline constexpr size_t kCompileThreadStackBytes = 2 * kKernelCompileStackBytes;
 
 /// A thread with a stack of a chosen size (std::thread's is the process default, often 8
 /// MiB) running `f`; join() waits for it and rethrows what `f` threw. Threads inherit the

@@ -212,7 +212,7 @@ ValuesIndices topk(const Tensor& t, int64_t k, int64_t dim) {
   positions[dim] = size;
   const Tensor position = reshape(arange(size), positions);
   const bool floating = is_floating(x->dtype());
-  const Tensor is_nan = floating ? ne(t, t) : zeros(t.shape(), DType::Bool);
+  const Tensor is_nan = floating ? ne(t, t) : Tensor();
   const Scalar lowest_value = floating ? Scalar(-std::numeric_limits<double>::infinity())
                              : x->dtype() == DType::Int32 ? Scalar(int64_t{std::numeric_limits<int32_t>::min()})
                                                           : Scalar(std::numeric_limits<int64_t>::min());
@@ -221,8 +221,9 @@ ValuesIndices topk(const Tensor& t, int64_t k, int64_t dim) {
   std::vector<Tensor> picks;
   for (int64_t round = 0; round < k; ++round) {
     const Tensor best = amax(where(taken, lowest, t), {dim}, /*keepdim=*/true);
-    const Tensor best_is_nan = floating ? ne(best, best) : zeros(best.shape(), DType::Bool);
-    const Tensor hit = logical_and(logical_not(taken), logical_or(eq(t, best), logical_and(is_nan, best_is_nan)));
+    Tensor equal = eq(t, best);
+    if (floating) equal = logical_or(equal, logical_and(is_nan, ne(best, best)));  // NaN equals nothing
+    const Tensor hit = logical_and(logical_not(taken), equal);
     const Tensor pick = argmax(hit.to(DType::Int32), dim, /*keepdim=*/true);
     taken = logical_or(taken, eq(position, pick));
     picks.push_back(pick);
