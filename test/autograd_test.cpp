@@ -352,6 +352,32 @@ void add_view_cases(CaseTable& t) {
   t.add("gather_smaller_index", OpKind::Gather, {{{2, 4}}}, [](const auto& x) {
     return gather(x[0], 1, Tensor::from_vector<int32_t>({3, 3, 0}, {1, 3}));
   });
+
+  // Scans along either dim; cumprod away from 0 here (its zeros have a test of their own).
+  t.add("cumsum_last", OpKind::Cumsum, {{{a, b}}}, [](const auto& x) { return cumsum(x[0], -1); });
+  t.add("cumsum_first", OpKind::Cumsum, {{{a, b, c}}}, [](const auto& x) { return cumsum(x[0], 0); });
+  t.add("cumprod_last", OpKind::Cumprod, {{{a, b}, Domain::range(0.5, 1.5)}}, [](const auto& x) { return cumprod(x[0], 1); });
+  t.add("cumprod_middle", OpKind::Cumprod, {{{a, 3, c}, Domain::range(-1.5, -0.5)}},
+        [](const auto& x) { return cumprod(x[0], -2); });
+
+  // Scatters: both the input and src get cotangents; repeated indices add up for the adds,
+  // copies take distinct indices (which one of several copies wins has no derivative).
+  const Tensor rows = Tensor::from_vector<int64_t>({3, 0, 3, 1}, {4});
+  t.add("index_add_rows", OpKind::IndexScatter, {{{4, b}}, {{4, b}}},
+        [rows](const auto& x) { return index_add(x[0], 0, rows, x[1]); });
+  t.add("index_add_columns_alpha", OpKind::IndexScatter, {{{a, 5}}, {{a, 4}}},
+        [rows](const auto& x) { return index_add(x[0], 1, rows, x[1], 0.5); });
+  t.add("index_copy", OpKind::IndexScatter, {{{a, 5}}, {{a, 3}}}, [](const auto& x) {
+    return index_copy(x[0], 1, Tensor::from_vector<int32_t>({4, 0, 2}, {3}), x[1]);
+  });
+  const Tensor per_element = Tensor::from_vector<int64_t>({2, 0, 2, 2, 1, 0}, {2, 3});
+  t.add("scatter_add_smaller_index", OpKind::Scatter, {{{3, 4}}, {{2, 5}}},
+        [per_element](const auto& x) { return scatter_add(x[0], 0, per_element, x[1]); });
+  t.add("scatter_add_last", OpKind::Scatter, {{{2, 3}}, {{2, 3}}},
+        [per_element](const auto& x) { return scatter_add(x[0], 1, per_element, x[1]); });
+  t.add("scatter_distinct", OpKind::Scatter, {{{2, 4}}, {{2, 3}}}, [](const auto& x) {
+    return scatter(x[0], -1, Tensor::from_vector<int64_t>({3, 0, 1, 2, 1, 0}, {2, 3}), x[1]);
+  });
 }
 
 void add_matmul_cases(CaseTable& t) {
@@ -853,6 +879,28 @@ TEST(AutogradBackward, SeededWithAGradient) {
   x.requires_grad_();
   (x * x).backward(f64({1, 0, -1}));
   EXPECT_THAT(x.grad().to_vector<double>(), ElementsAre(2.0, 0.0, -6.0));
+}
+
+// Embedding's backward is an index_add of the output's cotangent into the rows it read: no
+// one-hot, no [N, V] temporary, and its graph holds the scatter.
+TEST(AutogradBackward, EmbeddingAddsRowsWithoutAOneHot) {
+  Tensor weight = Tensor::from_vector<double>({0, 1, 10, 11, 20, 21}, {3, 2});
+  weight.requires_grad_();
+  const Tensor tokens = Tensor::from_vector<int64_t>({2, 0, 2, 2}, {2, 2});
+  sum(embedding(weight, tokens) * Tensor::from_vector<double>({1, 2}, {2})).backward();
+  EXPECT_TRUE(traces_op(weight.grad(), OpKind::IndexScatter));
+  EXPECT_FALSE(traces_op(weight.grad(), OpKind::Matmul));
+  EXPECT_EQ(weight.grad().to_vector<double>(), (std::vector<double>{1, 2, 0, 0, 3, 6}));
+}
+
+/// cumprod's cotangent where the input has zeros (the finite-difference cases stay away from
+/// them): element k gets sum_{j >= k} g[j] * prod_{i <= j, i != k} x[i], as PyTorch. Worked by
+/// hand: the first zero of a line takes the products that skip it, every later element 0.
+TEST(AutogradBackward, CumprodThroughZeros) {
+  Tensor x = f64({2, 0, 3, 0, 5, 1.5, -2, 0, 4, 0.5}, {2, 5});
+  x.requires_grad_();
+  cumprod(x, 1).backward(f64({1, 2, 3, 4, 5, 0.5, 1, -1, 2, 3}, {2, 5}));
+  EXPECT_THAT(x.grad().to_vector<double>(), ElementsAre(1, 22, 0, 0, 0, -1.5, 1.5, -39, 0, 0));
 }
 
 TEST(AutogradBackward, NnLinearParametersMatchTheClosedForm) {

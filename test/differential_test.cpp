@@ -373,6 +373,47 @@ TEST(Differential, ProductsFoldsViewsAndGathers) {
   }
 }
 
+/// Scans and scatters on every dtype: both dims, negative dims, sizes 0 and 1, odd sizes;
+/// fused operands, consumers that read them back, repeated indices (whose adds the fixed
+/// order makes bit-exact), and a line split across the parallel path.
+TEST(Differential, ScansAndScatters) {
+  std::mt19937_64 rng(0x5ca7);
+  for (DType dtype : kDTypes) {
+    const std::string name(dtype_name(dtype));
+    const Tensor a = detail::make_pending(random_leaf(rng, dtype, {37, 53}, {-2, 2}));
+    const Tensor small = detail::make_pending(random_leaf(rng, dtype, {3, 4, 5}, {-2, 2}));
+    const Tensor empty = detail::make_pending(random_leaf(rng, dtype, {0, 5}, {-2, 2}));
+    const Tensor one = detail::make_pending(random_leaf(rng, dtype, {1}, {-2, 2}));
+    const Tensor wide = detail::make_pending(random_leaf(rng, dtype, {3, 40000}, {-2, 2}));
+    std::vector<ir::NodePtr> scans = {ir_of(cumsum(a, 1)), ir_of(cumsum(a, 0)), ir_of(cumsum(small, -2)),
+                                      ir_of(cumsum(empty, 0)), ir_of(cumsum(empty, 1)), ir_of(cumsum(one, 0)),
+                                      ir_of(cumsum(wide, -1)), ir_of(cumprod(small, 2)), ir_of(cumprod(one, -1))};
+    if (dtype != DType::Bool) {
+      scans.push_back(ir_of(cumsum(a * a - 1, 1) * 2));       // fused operand, consumer reads it back
+      scans.push_back(ir_of(cumprod(small * 0.5 + 0.75, 0)));  // floats: products near 1
+    }
+    expect_matches_interpreter(scans, "scans " + name);
+
+    const Tensor rows = Tensor::from_vector<int64_t>({36, 0, 5, 5, 17, 5}, {6});
+    const Tensor src_rows = detail::make_pending(random_leaf(rng, dtype, {6, 53}, {-2, 2}));
+    const Tensor src_cols = detail::make_pending(random_leaf(rng, dtype, {37, 6}, {-2, 2}));
+    const Tensor per_element = Tensor::from_vector<int32_t>({2, 0, 2, 1, 1, 1, 0, 2}, {2, 4});
+    const Tensor src_small = detail::make_pending(random_leaf(rng, dtype, {3, 5}, {-2, 2}));
+    const Tensor none = Tensor::from_vector<int64_t>({}, {0});
+    std::vector<ir::NodePtr> scatters = {
+        ir_of(index_add(a, 0, rows, src_rows)), ir_of(index_add(a, -1, rows, src_cols)),
+        ir_of(index_copy(a, 0, rows, src_rows)), ir_of(index_copy(a, 1, rows, src_cols)),
+        ir_of(scatter_add(src_small, 0, per_element, src_small)), ir_of(scatter(src_small, 0, per_element, src_small)),
+        ir_of(scatter_add(src_small, 1, per_element, src_small)), ir_of(scatter(src_small, -1, per_element, src_small)),
+        ir_of(index_add(a, 0, none, detail::make_pending(random_leaf(rng, dtype, {0, 53}, {-2, 2})))),
+        ir_of(index_put(a, Tensor::from_vector<int64_t>({-1, 3, -1}, {3}), slice(src_rows, 0, 0, 3), true))};
+    if (dtype != DType::Bool) {
+      scatters.push_back(ir_of(index_add(zeros({40, 53}, dtype), 0, rows, src_rows * 3) + 1));  // fused input and src
+    }
+    expect_matches_interpreter(scatters, "scatters " + name);
+  }
+}
+
 /// Random programs: a DAG of random ops over three leaves of broadcastable shapes, with
 /// several results of different shapes (several kernels), and weak scalars.
 TEST(Differential, RandomFusedPrograms) {

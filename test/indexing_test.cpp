@@ -1,4 +1,5 @@
-// Indexing ops (index_select, gather, take_along_dim, embedding, one_hot, masked_fill) against the
+// Indexing ops (index_select, gather, take_along_dim, embedding, one_hot, masked_fill, the
+// scatters) and scans against the
 // reference interpreter, and the kernel status word:
 // an index out of range is a lazyjit::Error naming the op, the index and the bound, raised
 // at the materialisation that finds it, with no tensor of that graph assigned and every
@@ -227,6 +228,78 @@ TEST(OneHotTest, MatchesTheInterpreterAndNamesAClassOutOfRange) {
   expect_error([&] { one_hot(Tensor::from_vector<int64_t>({0}, {1}), -1); },
                "one_hot: num_classes must be given and at least 0, got -1 (a count read from the data would make "
                "the shape depend on it)");
+}
+
+TEST(ScatterTest, AddsInSrcOrderAndCopiesKeepTheLastWrite) {
+  const Tensor x = Tensor::from_vector<float>({0, 1, 2, 3, 4, 5}, {3, 2});
+  const Tensor src = Tensor::from_vector<float>({10, 20, 30, 40, 50, 60}, {3, 2});
+  const Tensor rows = Tensor::from_vector<int64_t>({2, 0, 2}, {3});
+  EXPECT_EQ(index_add(x, 0, rows, src).to_vector<float>(), (std::vector<float>{30, 41, 2, 3, 64, 85}));
+  EXPECT_EQ(index_add(x, 0, rows, src, 2).to_vector<float>(), (std::vector<float>{60, 81, 2, 3, 124, 165}));
+  EXPECT_EQ(index_copy(x, 0, rows, src).to_vector<float>(), (std::vector<float>{30, 40, 2, 3, 50, 60}));
+  const Tensor per_element = Tensor::from_vector<int32_t>({1, 1, 0, 1}, {2, 2});
+  EXPECT_EQ(scatter_add(x, 1, per_element, src).to_vector<float>(), (std::vector<float>{0, 31, 32, 43, 4, 5}));
+  EXPECT_EQ(scatter(x, 1, per_element, src).to_vector<float>(), (std::vector<float>{0, 20, 30, 40, 4, 5}));
+  // t[index] = values with negative indices and a broadcast value, as PyTorch's index_put.
+  EXPECT_EQ(index_put(x, Tensor::from_vector<int64_t>({-1, 0}, {2}), full({2}, 7.0)).to_vector<float>(),
+            (std::vector<float>{7, 7, 2, 3, 7, 7}));
+  EXPECT_EQ(index_put(x, Tensor::from_vector<int64_t>({1, -2}, {2}), full({1}, 1.0), true).to_vector<float>(),
+            (std::vector<float>{0, 1, 4, 5, 4, 5}));
+}
+
+TEST(ScatterTest, AnIndexOutOfRangeAndBadArgumentsAreErrors) {
+  const Tensor x = zeros({3, 2});
+  expect_error([&] { index_add(x, 0, Tensor::from_vector<int64_t>({0, 3}, {2}), ones({2, 2})).to_vector<float>(); },
+               "index_add: index 3 is out of range for dim 0 of size 3");
+  expect_error([&] { index_copy(x, 1, Tensor::from_vector<int32_t>({-1}, {1}), ones({3, 1})).to_vector<float>(); },
+               "index_copy: index -1 is out of range for dim 1 of size 2");
+  expect_error([&] { scatter_add(x, 1, Tensor::from_vector<int64_t>({0, 2}, {1, 2}), ones({1, 2})).to_vector<float>(); },
+               "scatter_add: index 2 is out of range for dim 1 of size 2");
+  expect_error([&] { scatter(x, 0, Tensor::from_vector<int64_t>({5}, {1, 1}), ones({1, 1})).to_vector<float>(); },
+               "scatter: index 5 is out of range for dim 0 of size 3");
+  expect_error([&] { index_put(x, Tensor::from_vector<int64_t>({-4}, {1}), ones({2})).to_vector<float>(); },
+               "index_copy: index -1 is out of range for dim 0 of size 3");
+  expect_error([&] { index_add(zeros({0, 2}), 0, Tensor::from_vector<int64_t>({0}, {1}), ones({1, 2})).to_vector<float>(); },
+               "index_add: index 0 is out of range for dim 0 of size 0");
+  expect_error([&] { index_add(x, 0, Tensor::from_vector<int64_t>({0}, {1}), ones({1, 3})); },
+               "index_add: src shape [1,3] should be [3,2] with 1 indices along dim 0");
+  expect_error([&] { index_add(x, 0, Tensor::from_vector<int64_t>({0}, {1}), ones({1, 2}, DType::Float64)); },
+               "index_add: src must have the input's dtype float32, got float64");
+  expect_error([&] { scatter_add(x, 0, Tensor::from_vector<int64_t>({0, 1, 2}, {1, 3}), ones({1, 3})); },
+               "scatter_add: index shape [1,3] exceeds src shape [1,3] or input shape [3,2] in dim 1");
+  expect_error([&] { scatter(x, 2, Tensor::from_vector<int64_t>({0}, {1, 1}), ones({1, 1})); },
+               "scatter: dim 2 is out of range for a tensor of rank 2 (expected -2 to 1)");
+  expect_error([&] { index_add(x, 0, zeros({1}), ones({1, 2})); }, "index_add: indices must be int32 or int64, got float32");
+  expect_error([&] { index_put(x, Tensor::from_vector<bool>({true, false, true}, {3}), ones({2})); },
+               "index_put: indices must be int32 or int64, got bool (a bool mask would make the shape depend on the "
+               "data)");
+}
+
+// A failed scatter leaves every input as it was, also one whose buffer a result of the same
+// step could have taken over.
+TEST(ScatterTest, AFailedStepLeavesDonatedInputsAsTheyWere) {
+  Tensor w = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {3, 2});
+  mark_step();
+  Tensor updated = index_add(w, 0, Tensor::from_vector<int64_t>({1, 3}, {2}), ones({2, 2}));
+  w -= 1.0;
+  expect_error([&] { mark_step(); }, "index_add: index 3 is out of range for dim 0 of size 3");
+  EXPECT_EQ(w.to_vector<float>(), (std::vector<float>{0, 1, 2, 3, 4, 5}));
+}
+
+TEST(ScanTest, RunningSumsAndProductsInPyTorchsDtypes) {
+  const Tensor x = Tensor::from_vector<int32_t>({1, 2, 3, 4, 5, 6}, {2, 3});
+  EXPECT_EQ(cumsum(x, 1).dtype(), DType::Int64);
+  EXPECT_EQ(cumsum(x, 1).to_vector<int64_t>(), (std::vector<int64_t>{1, 3, 6, 4, 9, 15}));
+  EXPECT_EQ(cumsum(x, -2).to_vector<int64_t>(), (std::vector<int64_t>{1, 2, 3, 5, 7, 9}));
+  EXPECT_EQ(cumprod(x, 1).to_vector<int64_t>(), (std::vector<int64_t>{1, 2, 6, 4, 20, 120}));
+  EXPECT_EQ(cumsum(Tensor::from_vector<bool>({true, false, true}, {3}), 0).to_vector<int64_t>(),
+            (std::vector<int64_t>{1, 1, 2}));
+  EXPECT_EQ(cumsum(full({}, 2.5), -1).to_vector<float>(), (std::vector<float>{2.5f}));
+  // Float32 accumulates in float64: 2^24 + 1 + 1 keeps both ones before the store rounds.
+  EXPECT_EQ(cumsum(Tensor::from_vector<float>({16777216.0f, 1, 1}, {3}), 0).to_vector<float>(),
+            (std::vector<float>{16777216.0f, 16777216.0f, 16777218.0f}));
+  expect_error([&] { cumsum(x, 2); }, "cumsum: dim 2 is out of range for a tensor of rank 2 (expected -2 to 1)");
+  expect_error([&] { cumprod(full({}, 1.0), 1); }, "cumprod: dim 1 is out of range for a tensor of rank 0 (expected -1 to 0)");
 }
 
 }  // namespace

@@ -195,6 +195,28 @@ Tensor one_hot(const Tensor& indices, int64_t num_classes);
 /// Rows of `weight` ([num_embeddings, dim]) at `indices` (int32 or int64, any shape): a tensor
 /// of shape indices.shape + [dim].
 Tensor embedding(const Tensor& weight, const Tensor& indices);
+// Scans: parallel over the other dims, in index order along `dim`.
+/// Running sum and product along `dim`: element i combines elements 0..i. Bool and integer
+/// tensors give int64; float32 accumulates in float64 (as PyTorch on the CPU).
+Tensor cumsum(const Tensor& t, int64_t dim);
+Tensor cumprod(const Tensor& t, int64_t dim);
+
+// Scatters: a copy of `t` with src's elements written at indices (int32 or int64) along
+// `dim`, one after another in src's index order, so the result is the same for any thread
+// count: adds sum repeated indices in that order, copies keep the last. `src` has t's dtype.
+// An index outside [0, size of dim) is an Error at the materialisation that reads it.
+/// src[i][j][k] goes to [index[i][j][k]][j][k] for dim 0 (index: src's rank, no larger than
+/// src, nor than t outside dim), as PyTorch's scatter and scatter_add.
+Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor scatter_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src);
+/// Slice i of src along `dim` goes to slice index[i] (index: rank 0 or 1; src: t's shape but
+/// index's length along dim), times alpha, as PyTorch's index_add and index_copy.
+Tensor index_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src, Scalar alpha = 1);
+Tensor index_copy(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src);
+/// PyTorch's t.index_put((index,), values, accumulate), t[index] = values: rows of t (dim 0)
+/// at `index` (any shape; negative indices count from the end) from `values`, broadcast to
+/// index.shape + t.shape[1:]; added when `accumulate`, else the last write wins.
+Tensor index_put(const Tensor& t, const Tensor& index, const Tensor& values, bool accumulate = false);
 /// Removes `dim` when its size is 1 (else returns `t` unchanged, as PyTorch).
 Tensor squeeze(const Tensor& t, int64_t dim);
 /// Inserts a dim of size 1 at `dim` (in [-rank-1, rank]).

@@ -114,41 +114,61 @@ std::vector<Tensor> cat_backward(const Tensor& g, const ir::Node& node) {
 }
 
 /// The cotangent of index_select's operand: slice i of g added into slice index[i] along the
-/// dim (repeated indices add up), as a one-hot [size, n] matrix times g with the dim first.
-/// Deterministic, but O(size * n) work: a scatter (index_add) will replace it.
+/// dim (repeated indices add up in order): an index_add, O(g) work, no one-hot.
 Tensor index_select_backward(const Tensor& g, const Tensor& a, const Tensor& index, const ir::Node& node) {
-  const int64_t dim = node.attrs()[0];
-  const int64_t size = a.shape()[dim], n = g.shape()[dim];
-  const Tensor one_hot = eq(reshape(arange(size), {size, 1}), reshape(index.to(DType::Int64), {1, n})).to(g.dtype());
-  std::vector<int64_t> perm = {dim};
-  for (int64_t d = 0; d < g.dim(); ++d) {
-    if (d != dim) perm.push_back(d);
+  return index_add(zeros(a.shape(), g.dtype()), node.attrs()[0], index, g);
+}
+
+/// `t` with zeros after it along each dim where it is shorter than `shape`.
+Tensor pad_to(Tensor t, const std::vector<int64_t>& shape) {
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    const int64_t short_by = shape[d] - t.shape()[d];
+    if (short_by == 0) continue;
+    std::vector<int64_t> pad = t.shape();
+    pad[d] = short_by;
+    t = cat({t, zeros(pad, t.dtype())}, d);
   }
-  const Tensor moved = permute(g, perm);
-  std::vector<int64_t> shape = moved.shape();
-  const Tensor summed = matmul(one_hot, reshape(moved, {n, -1}));
-  shape[0] = size;
-  return permute(reshape(summed, shape), inverse_permutation(ir::Node::Attrs(perm.begin(), perm.end())));
+  return t;
 }
 
 /// The cotangent of gather's operand: g[i] added into a[i with i[dim] = index[i]] (repeated
-/// indices add up): per position j of dim, the sum over dim of g where index is j, then
-/// zeros where a is larger than index outside dim. Deterministic; O(size) times g's work.
+/// indices add up in order): a scatter_add, O(g) work.
 Tensor gather_backward(const Tensor& g, const Tensor& a, const Tensor& index, const ir::Node& node) {
+  return scatter_add(zeros(a.shape(), g.dtype()), node.attrs()[0], index, g);
+}
+
+/// The cotangent of a scatter's input: g, where a copy did not overwrite it.
+Tensor scatter_backward(const Tensor& g, const Tensor& index, const Tensor& src, const ir::Node& node) {
+  if (node.attrs()[1] == 1) return g;
   const int64_t dim = node.attrs()[0];
-  const int64_t size = a.shape()[dim];
-  std::vector<int64_t> positions(static_cast<size_t>(g.dim()) + 1, 1);
-  positions[dim + 1] = size;
-  const Tensor hits = eq(unsqueeze(index.to(DType::Int64), dim + 1), reshape(arange(size), positions)).to(g.dtype());
-  Tensor summed = sum(hits * unsqueeze(g, dim + 1), {dim});  // index's shape, with size at dim
-  for (int64_t d = 0; d < g.dim(); ++d) {
-    const int64_t short_by = a.shape()[d] - summed.shape()[d];
-    if (short_by == 0) continue;
-    std::vector<int64_t> pad = summed.shape();
-    pad[d] = short_by;
-    summed = cat({summed, zeros(pad, g.dtype())}, d);
-  }
-  return summed;
+  if (node.op() == ir::OpKind::Scatter) return scatter(g, dim, index, zeros(index.shape(), g.dtype()));
+  return index_copy(g, dim, index, zeros(src.shape(), g.dtype()));
+}
+
+/// The cotangent of a scatter's src: g where each element went (PyTorch's rule, also for
+/// copies to one index), zero for the elements of src past the index.
+Tensor scatter_src_backward(const Tensor& g, const Tensor& index, const Tensor& src, const ir::Node& node) {
+  const int64_t dim = node.attrs()[0];
+  if (node.op() == ir::OpKind::IndexScatter) return index_select(g, dim, index);
+  return pad_to(gather(g, dim, index), src.shape());
+}
+
+/// Sums along `dim` from the end: element i is the sum of elements i.. (cumsum's cotangent).
+Tensor reverse_cumsum(const Tensor& g, int64_t dim) { return flip(cumsum(flip(g, {dim}), dim), {dim}); }
+
+/// cumprod's cotangent, exact where a has zeros (as PyTorch): element k gets the sum over
+/// j >= k of g[j] * (the product of a[0..j] without a[k]). Before a line's first zero that is
+/// reverse_cumsum(g * y) / a; at the first zero, the same sum with a[k] taken as 1; after
+/// it, 0 (every product then holds that zero).
+Tensor cumprod_backward(const Tensor& g, const Tensor& a, const Tensor& y, const ir::Node& node) {
+  const int64_t dim = node.attrs()[0];
+  const Tensor zeros_so_far = cumsum(eq(a, 0.0), dim);
+  const Tensor before = eq(zeros_so_far, 0);
+  const Tensor first = logical_and(eq(a, 0.0), eq(zeros_so_far, 1));
+  const Tensor plain = where(before, reverse_cumsum(g * y, dim) / where(before, a, 1.0), 0.0);
+  const Tensor without = cumprod(where(first, 1.0, a), dim);
+  const Tensor at_zero = sum(where(ge(zeros_so_far, 1), g * without, 0.0), {dim}, /*keepdim=*/true);
+  return where(first, at_zero, plain);
 }
 
 }  // namespace

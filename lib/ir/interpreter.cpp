@@ -210,6 +210,60 @@ HostTensor eval_reduce(const Node& node, const HostTensor& in) {
   return out;
 }
 
+/// Scans: along the dim, each element the running combine of its prefix by the row's
+/// LAZYJIT_SCAN rule, in index order. Float32 accumulates in float64 (as the kernels do).
+HostTensor eval_scan(const Node& node, const HostTensor& in) {
+  HostTensor out = make_host(node.dtype(), node.shape());
+  const FoldInfo scan = *scan_info(node.op());
+  const int64_t dim = node.attrs()[0];
+  const int64_t size = in.shape[dim];
+  int64_t inner = 1;
+  for (size_t d = dim + 1; d < in.shape.size(); ++d) inner *= in.shape[d];
+  const int64_t outer = size == 0 || inner == 0 ? 0 : in.numel() / (size * inner);
+  dispatch_dtype(in.dtype, [&]<class T>(T) {
+    dispatch_dtype(node.dtype(), [&]<class R>(R) {
+      using Acc = std::conditional_t<std::is_floating_point_v<R>, double, R>;
+      for (int64_t o = 0; o < outer; ++o) {
+        for (int64_t j = 0; j < inner; ++j) {
+          Acc acc = semantics::fold_start<Acc>(scan.start);
+          for (int64_t i = 0; i < size; ++i) {
+            const int64_t at = (o * size + i) * inner + j;
+            const Acc x[3] = {acc, static_cast<Acc>(static_cast<R>(get<T>(in, at))), Acc{}};
+            acc = semantics::apply_same<Acc>(scan.combine, x);
+            set<R>(out, at, static_cast<R>(acc));
+          }
+        }
+      }
+    });
+  });
+  return out;
+}
+
+/// Scatters: a copy of the input, then src's elements in row-major order, each added at (or
+/// replacing) the element its index names.
+HostTensor eval_scatter(const Node& node, const HostTensor& in, const HostTensor& indices, const HostTensor& src) {
+  HostTensor out = in;
+  const int64_t dim = node.attrs()[0];
+  const bool accumulate = node.attrs()[1] == 1;
+  const bool per_element = node.op() == OpKind::Scatter;  // else one index per position along dim
+  const Shape& walk = per_element ? indices.shape : src.shape;
+  const int64_t n = numel(walk);
+  dispatch_dtype(node.dtype(), [&]<class T>(T) {
+    for (int64_t i = 0; i < n; ++i) {
+      std::vector<int64_t> index = unravel(i, walk);
+      const int64_t k = per_element ? i : index[dim];
+      const int64_t at = indices.dtype == DType::Int32 ? get<int32_t>(indices, k) : get<int64_t>(indices, k);
+      if (at < 0 || at >= in.shape[dim]) throw Error(index_error(node.op(), node.attrs(), at, in.shape[dim]));
+      const T value = get<T>(src, ravel(index, src.shape));
+      index[dim] = at;
+      const int64_t o = ravel(index, in.shape);
+      const T x[3] = {get<T>(out, o), value, T{}};
+      set<T>(out, o, accumulate ? semantics::apply_same<T>(OpKind::Add, x) : value);
+    }
+  });
+  return out;
+}
+
 /// Index arithmetic on numbers, for the index maps of ir/structured.cpp.
 class Numbers final : public IndexArith {
  public:
@@ -324,6 +378,8 @@ std::vector<HostTensor> interpret(const Graph& graph) {
       case AccessPattern::Fold: values[i] = eval_reduce(node, *args[0]); break;
       case AccessPattern::IndexMap: values[i] = eval_view(node, args); break;
       case AccessPattern::Matmul: values[i] = eval_matmul(node, *args[0], *args[1]); break;
+      case AccessPattern::Scan: values[i] = eval_scan(node, *args[0]); break;
+      case AccessPattern::Scatter: values[i] = eval_scatter(node, *args[0], *args[1], *args[2]); break;
       default: values[i] = eval_elementwise(node, args); break;
     }
   }

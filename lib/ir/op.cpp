@@ -21,9 +21,19 @@ constexpr std::array<std::optional<FoldInfo>, kNumOps> kFoldTable = [] {
   return table;
 }();
 
+constexpr std::array<std::optional<FoldInfo>, kNumOps> kScanTable = [] {
+  std::array<std::optional<FoldInfo>, kNumOps> table{};
+#define LAZYJIT_OP(Name, text, arity, rule, admits, access)
+#define LAZYJIT_SCAN(Name, combine, start) table[static_cast<size_t>(OpKind::Name)] = FoldInfo{OpKind::combine, FoldStart::start};
+#include "ir/ops.def"
+  return table;
+}();
+
 }  // namespace
 
 std::optional<FoldInfo> fold_info(OpKind op) { return kFoldTable[static_cast<size_t>(op)]; }
+
+std::optional<FoldInfo> scan_info(OpKind op) { return kScanTable[static_cast<size_t>(op)]; }
 
 bool is_fold_combine(OpKind op) {
   return std::any_of(kFoldTable.begin(), kFoldTable.end(), [&](const auto& f) { return f && f->combine == op; });

@@ -43,6 +43,8 @@ enum class AccessPattern : uint8_t {
                 ///< in the consumer's loop, no data moved)
   Fold,         ///< every element of the folded dims, combined in a fixed order
   Matmul,       ///< the packed, register-blocked micro-kernel (a special kernel)
+  Scan,         ///< a running combine along one dim: element i of its prefix there
+  Scatter,      ///< its first operand, with the third written at indices the second holds
 };
 
 struct OpInfo {
@@ -63,7 +65,8 @@ const OpInfo& op_info(OpKind op);
 /// Whether `op` reads indices from its operands' data: its kernels check each index at run
 /// time (GraphValues::checked_index).
 inline bool indexes_by_data(OpKind op) {
-  return op == OpKind::IndexSelect || op == OpKind::Gather || op == OpKind::OneHot;
+  return op == OpKind::IndexSelect || op == OpKind::Gather || op == OpKind::OneHot || op == OpKind::Scatter ||
+         op == OpKind::IndexScatter;
 }
 /// Whether `op` divides by its second operand: on integers its kernels check the divisor (a
 /// division by zero fails the run).
@@ -75,6 +78,7 @@ std::optional<OpKind> op_from_name(std::string_view name);
 /// Where a fold starts: its combine's identity in the dtype.
 enum class FoldStart : uint8_t {
   Zero,     ///< 0 (false)
+  One,      ///< 1 (true)
   Lowest,   ///< -inf, the integer minimum, false: below every value
   Highest,  ///< +inf, the integer maximum, true: above every value
 };
@@ -87,6 +91,8 @@ struct FoldInfo {
 /// The fold rule of `op`, or none for an op that is not a fold or folds by a rule of its own
 /// (argmax).
 std::optional<FoldInfo> fold_info(OpKind op);
+/// The scan rule of `op` (its LAZYJIT_SCAN line), or none for an op that is not a scan.
+std::optional<FoldInfo> scan_info(OpKind op);
 /// Whether some fold combines with `op` (a kernel IR fold may).
 bool is_fold_combine(OpKind op);
 

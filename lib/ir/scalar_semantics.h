@@ -170,6 +170,7 @@ bool apply_compare(OpKind op, T a, T b) {
 template <class T>
 T fold_start(FoldStart start) {
   if (start == FoldStart::Zero) return T{0};
+  if (start == FoldStart::One) return T{1};
   const bool low = start == FoldStart::Lowest;
   if constexpr (std::is_same_v<T, bool>) {
     return !low;

@@ -169,6 +169,66 @@ absl::StatusOr<Shape> gather_shape(const Shape& in, const Shape& index, const No
   return index;
 }
 
+/// The dtype of a scatter: a's and src's (one dtype), with int32 or int64 indices.
+absl::StatusOr<DType> scatter_dtype(const OpInfo& info, std::span<const NodePtr> operands) {
+  const DType index = operands[1]->dtype();
+  if (index != DType::Int32 && index != DType::Int64) {
+    return invalid(fmt::format("{}: indices must be int32 or int64, got {}", info.name, dtype_name(index)));
+  }
+  if (operands[2]->dtype() != operands[0]->dtype()) {
+    return invalid(fmt::format("{}: src must have the input's dtype {}, got {}", info.name,
+                               dtype_name(operands[0]->dtype()), dtype_name(operands[2]->dtype())));
+  }
+  return operands[0]->dtype();
+}
+
+/// A scan's dim, checked; the result has the operand's shape.
+absl::Status check_scan(const OpInfo& info, const Shape& in, const Node::Attrs& attrs) {
+  if (attrs.size() != 1) return invalid(fmt::format("{}: expected attrs {{dim}}", info.name));
+  if (attrs[0] < 0 || attrs[0] >= static_cast<int64_t>(in.size())) {
+    return invalid(fmt::format("{}: dim {} is out of range for a tensor of rank {}", info.name, attrs[0], in.size()));
+  }
+  return absl::OkStatus();
+}
+
+/// A scatter's operands against its input `in` (the result's shape): PyTorch's rules.
+absl::Status check_scatter(OpKind op, const Shape& in, const Shape& index, const Shape& src, const Node::Attrs& attrs) {
+  const std::string_view name = op_name(op);
+  if (attrs.size() != 2 || (attrs[1] != 0 && attrs[1] != 1)) {
+    return invalid(fmt::format("{}: expected attrs {{dim, accumulate (0 or 1)}}", name));
+  }
+  const int64_t dim = attrs[0];
+  const int64_t rank = static_cast<int64_t>(in.size());
+  if (dim < 0 || dim >= rank) return invalid(fmt::format("{}: dim {} is out of range for a tensor of rank {}", name, dim, rank));
+  if (src.size() != in.size()) {
+    return invalid(fmt::format("{}: src must have the input's rank {}, got shape {}", name, rank, shape_to_string(src)));
+  }
+  if (op == OpKind::IndexScatter) {
+    if (index.size() != 1) {
+      return invalid(fmt::format("{}: the index must have rank 1, got shape {}", name, shape_to_string(index)));
+    }
+    for (int64_t d = 0; d < rank; ++d) {
+      const int64_t want = d == dim ? index[0] : in[d];
+      if (src[d] != want) {
+        return invalid(fmt::format("{}: src shape {} should be {} with {} indices along dim {}", name, shape_to_string(src),
+                                   shape_to_string(in), index[0], dim));
+      }
+    }
+    return absl::OkStatus();
+  }
+  if (index.size() != in.size()) {
+    return invalid(fmt::format("{}: the index must have the input's rank {}, got shape {}", name, rank,
+                               shape_to_string(index)));
+  }
+  for (int64_t d = 0; d < rank; ++d) {
+    if (index[d] > src[d] || (d != dim && index[d] > in[d])) {
+      return invalid(fmt::format("{}: index shape {} exceeds src shape {} or input shape {} in dim {}", name,
+                                 shape_to_string(index), shape_to_string(src), shape_to_string(in), d));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status check_one_hot(const Shape& in, DType dtype, const Shape& out) {
   if (dtype != DType::Int32 && dtype != DType::Int64) {
     return invalid(fmt::format("one_hot: indices must be int32 or int64, got {}", dtype_name(dtype)));
@@ -209,8 +269,9 @@ absl::StatusOr<std::pair<DType, Shape>> structured_result(OpKind op, std::span<c
     return invalid(fmt::format("{}: expected {} operands, got {}", info.name, info.arity, operands.size()));
   }
   if (operands.empty()) return invalid(fmt::format("{}: expected operands", info.name));
-  absl::StatusOr<DType> dtype =
-      info.dtype_rule == DTypeRule::First ? indexed_dtype(info, operands) : common_dtype(info, operands);
+  absl::StatusOr<DType> dtype = info.dtype_rule == DTypeRule::First  ? indexed_dtype(info, operands)
+                                : info.access == AccessPattern::Scatter ? scatter_dtype(info, operands)
+                                                                         : common_dtype(info, operands);
   if (!dtype.ok()) return dtype.status();
   const Shape& in = operands[0]->shape();
   auto needs_given = [&]() -> absl::Status {
@@ -220,6 +281,10 @@ absl::StatusOr<std::pair<DType, Shape>> structured_result(OpKind op, std::span<c
   absl::StatusOr<Shape> shape = in;
   if (fold_info(op).has_value()) {  // every fold by a combine: sum's rule
     shape = reduce_shape(op, info, in, attrs);
+  } else if (info.access == AccessPattern::Scan) {
+    if (absl::Status s = check_scan(info, in, attrs); !s.ok()) return s;
+  } else if (info.access == AccessPattern::Scatter) {
+    if (absl::Status s = check_scatter(op, in, operands[1]->shape(), operands[2]->shape(), attrs); !s.ok()) return s;
   } else switch (op) {
     case OpKind::Argmax:
       if (attrs.size() != 1) return invalid("argmax: expected attrs {dim}");
@@ -326,9 +391,15 @@ bool operand_index(const Node& node, IndexArith& arith, std::span<const IndexAri
 
 std::string division_error(OpKind op) { return fmt::format("{}: integer division by zero", op_name(op)); }
 
+std::string_view user_op_name(OpKind op, const Node::Attrs& attrs) {
+  if (op == OpKind::Scatter) return attrs[1] == 1 ? "scatter_add" : "scatter";
+  if (op == OpKind::IndexScatter) return attrs[1] == 1 ? "index_add" : "index_copy";
+  return op_name(op);
+}
+
 std::string index_error(OpKind op, const Node::Attrs& attrs, int64_t index, int64_t size) {
   if (op == OpKind::OneHot) return fmt::format("one_hot: index {} is out of range for {} classes", index, size);
-  return fmt::format("{}: index {} is out of range for dim {} of size {}", op_name(op), index, attrs[0], size);
+  return fmt::format("{}: index {} is out of range for dim {} of size {}", user_op_name(op, attrs), index, attrs[0], size);
 }
 
 NodePtr make_random(OpKind op, int64_t seed, DType dtype, Shape shape) {

@@ -45,6 +45,8 @@ class IndexArith {
 bool operand_index(const Node& node, IndexArith& arith, std::span<const IndexArith::Value> index,
                    std::vector<IndexArith::Value>& operand);
 
+/// The name a user knows `op` by: a scatter's public function (scatter_add, index_copy, ...).
+std::string_view user_op_name(OpKind op, const Node::Attrs& attrs);
 /// The error of an index out of range at run time (IndexSelect, Gather): found by the
 /// interpreter and by the kernel status word alike.
 std::string index_error(OpKind op, const Node::Attrs& attrs, int64_t index, int64_t size);

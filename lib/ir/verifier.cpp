@@ -13,7 +13,7 @@ absl::Status node_error(const Node&, std::string_view what) { return absl::Inval
 absl::Status check_node(const Node& node) {
   const OpInfo& info = op_info(node.op());
   const auto operands = node.operands();
-  if (info.access == AccessPattern::Fold || info.access == AccessPattern::IndexMap || info.access == AccessPattern::Matmul) {
+  if (info.access != AccessPattern::Leaf && info.access != AccessPattern::Elementwise) {  // structured_result's rules
     auto result = structured_result(node.op(), operands, node.attrs(), &node.shape());
     if (!result.ok()) return result.status();
     if (result->first != node.dtype()) {

@@ -13,10 +13,10 @@ using ir::OpKind;
 
 AccessPattern access_of(const ir::Graph& graph, int n) { return ir::op_info(graph.nodes[n]->op()).access; }
 
-/// Values that pass through memory: reductions and matmul products.
+/// Values that pass through memory: reductions, matmul products, scans and scatters.
 bool is_boundary(const ir::Graph& graph, int n) {
   const AccessPattern kind = access_of(graph, n);
-  return kind == AccessPattern::Fold || kind == AccessPattern::Matmul;
+  return kind != AccessPattern::Leaf && kind != AccessPattern::Elementwise && kind != AccessPattern::IndexMap;
 }
 
 /// The dims a reduction folds.
@@ -64,10 +64,13 @@ class Planner {
     for (int i = 0; i < n_; ++i) {
       if (cuts_[i]) add({KernelKind::Elementwise, i}, -1, i).spec.cut = i;
       if (!is_boundary(graph_, i)) continue;
-      if (access_of(graph_, i) == AccessPattern::Matmul) {
+      const AccessPattern access = access_of(graph_, i);
+      if (access == AccessPattern::Matmul) {
         if (packs_left(graph_, cuts_, i)) add({KernelKind::PackA, i}, -1, i);
         add({KernelKind::PackB, i}, -1, i);
         add({KernelKind::Matmul, i}, -1, i);
+      } else if (access == AccessPattern::Scan || access == AccessPattern::Scatter) {
+        add({access == AccessPattern::Scan ? KernelKind::Scan : KernelKind::Scatter, i}, -1, i).spec.stages = {i};
       } else {
         Draft& d = add({KernelKind::Rows, graph_.operands[i][0]}, -1, i);
         d.spec.reduced = folded_dims(*graph_.nodes[i]);
@@ -216,7 +219,7 @@ class Planner {
       if (spec.kind == KernelKind::PackA || spec.kind == KernelKind::PackB) {
         spec.temps.push_back(static_cast<int>(plan.temps.size()));
         plan.temps.push_back({spec.kind == KernelKind::PackA ? TempBuffer::Kind::PackedA : TempBuffer::Kind::PackedB, b});
-      } else if (b >= 0 && (spec.kind == KernelKind::Rows || spec.kind == KernelKind::Matmul || spec.cut >= 0)) {
+      } else if (b >= 0 && (spec.kind != KernelKind::Elementwise || spec.cut >= 0)) {
         if (result_of_[b] >= 0 && spec.cut < 0) {  // a cut that is a result: its group kernel copies it
           plan.buffer_of[b] = num_parameters + result_of_[b];
         } else {
@@ -321,7 +324,7 @@ std::vector<bool> chain_cuts(const ir::Graph& graph) {
   std::vector<int> stream(n, -1);
   for (size_t i = 0; i < n; ++i) {
     const AccessPattern kind = ir::op_info(graph.nodes[i]->op()).access;
-    const bool stored = graph.parameter_slot[i] >= 0 || kind == AccessPattern::Matmul;
+    const bool stored = graph.parameter_slot[i] >= 0 || (kind != AccessPattern::Leaf && kind != AccessPattern::Fold);
     if (kind != AccessPattern::Elementwise && kind != AccessPattern::IndexMap) {
       stream[i] = stored ? static_cast<int>(i) : -1;
       continue;

@@ -52,15 +52,15 @@ class GraphValues {
   kir::Id scalar(int node);
   kir::Id load(int node, int graph_buffer, kir::Id offset) { return k_.load(buffer(graph_buffer, dtype(node)), offset); }
   DType dtype(int node) const { return graph_.nodes[node]->dtype(); }
+  /// `value` (an index that `node` reads from data) as Int64, checked to lie in [0, dim `d` of
+  /// `bounded`): a failed check ends the kernel with the status word (frame's checks).
+  kir::Id checked_index(int node, kir::Id value, int bounded, int d);
   /// Closes the frame: the scalar frame, if the kernel reads scalars, is its last argument.
   void finish();
 
  private:
   kir::Id compute(int node, const Index& index);
   kir::Id view(int node, const Index& index);
-  /// `value` (an index that `node` reads from data) as Int64, checked to lie in [0, dim `d` of
-  /// `bounded`): a failed check ends the kernel with the status word (frame's checks).
-  kir::Id checked_index(int node, kir::Id value, int bounded, int d);
   /// `divisor`, after a check that it is not 0 (an integer division of `node`).
   kir::Id checked_divisor(int node, kir::Id divisor);
   Index operand_index(int node, int operand, const Index& index);

@@ -127,6 +127,9 @@ enum class KernelKind : uint8_t {
   PackA,        ///< one iteration per 6-row panel of the left matmul operand
   PackB,        ///< one iteration per column panel of the right matmul operand
   Matmul,       ///< one iteration per output tile: micro-kernel, then the fused epilogue
+  Scan,         ///< one iteration per line along the scanned dim: a running combine in order
+  Scatter,      ///< one iteration per position outside the scattered dim: the input's line
+                ///< copied, then src's elements written at their indices in order
 };
 
 /// What the runtime needs to launch one kernel of a lowered graph, and what its emitter
@@ -136,7 +139,8 @@ struct KernelSpec {
   KernelKind kind = KernelKind::Elementwise;
   int domain = -1;                  ///< the node whose shape is iterated (matmul: the product)
   std::vector<int> reduced = {};    ///< Rows: dims of the domain folded within a row, ascending
-  std::vector<int> stages = {};     ///< Rows: reduction nodes computed per row, in post-order
+  std::vector<int> stages = {};     ///< Rows: reduction nodes computed per row, in post-order;
+                                    ///< Scan, Scatter: the scan or scatter
   std::vector<int> results = {};    ///< the results this kernel writes
   std::vector<int> temps = {};      ///< the temporary buffers this kernel writes
   bool collapsed = false;           ///< leaves and elementwise ops only: the collapsed loop nest

@@ -163,6 +163,8 @@ kir::Kernel build_kernel(const ir::Graph& graph, const KernelPlan& plan, KernelS
     case KernelKind::PackA: per = "panel"; build_pack(c, /*left=*/true); break;
     case KernelKind::PackB: per = "panel"; build_pack(c, /*left=*/false); break;
     case KernelKind::Matmul: per = "tile"; build_matmul(c); break;
+    case KernelKind::Scan: per = "line"; build_scan(c); break;
+    case KernelKind::Scatter: per = "line"; build_scatter(c); break;
   }
   c.v.finish();
   return c.k.take();

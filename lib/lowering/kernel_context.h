@@ -51,5 +51,7 @@ void build_elementwise(KernelContext& c);
 void build_rows(KernelContext& c);
 void build_pack(KernelContext& c, bool left);
 void build_matmul(KernelContext& c);
+void build_scan(KernelContext& c);
+void build_scatter(KernelContext& c);
 
 }  // namespace lazyjit::lowering

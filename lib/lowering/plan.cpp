@@ -116,6 +116,8 @@ const char* kind_name(KernelKind kind) {
     case KernelKind::PackA: return "pack_a";
     case KernelKind::PackB: return "pack_b";
     case KernelKind::Matmul: return "matmul";
+    case KernelKind::Scan: return "scan";
+    case KernelKind::Scatter: return "scatter";
   }
   return "?";
 }

@@ -555,6 +555,78 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
   return reshape(rows, shape);
 }
 
+namespace {
+
+/// A scan along `dim` (a rank-0 tensor scans as one element).
+Tensor scan(OpKind op, const Tensor& t, int64_t dim) {
+  const std::string_view name = ir::op_name(op);
+  ir::NodePtr x = value_of(t, name);
+  const int64_t d = wrap_dim_of(name, dim, x->rank());
+  if (x->rank() == 0) return reshape(scan(op, reshape(t, {1}), 0), {});
+  return pending(check(ir::make_structured(op, {std::move(x)}, {d})));
+}
+
+/// A scatter along `dim` of src into t at index (int32 or int64), adding or replacing.
+Tensor scatter_node(OpKind op, std::string_view name, const Tensor& t, int64_t dim, const Tensor& index,
+                    const Tensor& src, bool accumulate) {
+  ir::NodePtr x = value_of(t, name);
+  ir::NodePtr i = value_of(index, name);
+  ir::NodePtr v = value_of(src, name);
+  if (x->rank() == 0) throw Error(fmt::format("{}: a rank-0 tensor has no dim to scatter along", name));
+  const int64_t d = wrap_dim(name, dim, x->rank());
+  if (op == OpKind::IndexScatter && i->rank() == 0) i = reshape_node(std::move(i), {1});
+  absl::StatusOr<ir::NodePtr> node = ir::make_structured(op, {std::move(x), std::move(i), std::move(v)}, {d, accumulate ? 1 : 0});
+  if (!node.ok()) {  // named as the user called it: "index_add: ...", not the row's "index_scatter: ..."
+    const std::string message(node.status().message());
+    throw Error(fmt::format("{}{}", name, message.substr(message.find(':'))));
+  }
+  return pending(*std::move(node));
+}
+
+}  // namespace
+
+Tensor cumsum(const Tensor& t, int64_t dim) { return scan(OpKind::Cumsum, t, dim); }
+Tensor cumprod(const Tensor& t, int64_t dim) { return scan(OpKind::Cumprod, t, dim); }
+
+Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src) {
+  return scatter_node(OpKind::Scatter, "scatter", t, dim, index, src, false);
+}
+
+Tensor scatter_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src) {
+  return scatter_node(OpKind::Scatter, "scatter_add", t, dim, index, src, true);
+}
+
+Tensor index_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src, Scalar alpha) {
+  const bool one = !alpha.past_int64() && alpha.to_double() == 1.0;
+  return scatter_node(OpKind::IndexScatter, "index_add", t, dim, index, one ? src : (src * alpha).to(src.dtype()), true);
+}
+
+Tensor index_copy(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src) {
+  return scatter_node(OpKind::IndexScatter, "index_copy", t, dim, index, src, false);
+}
+
+Tensor index_put(const Tensor& t, const Tensor& index, const Tensor& values, bool accumulate) {
+  ir::NodePtr x = value_of(t, "index_put");
+  ir::NodePtr i = value_of(index, "index_put");
+  if (x->rank() == 0) throw Error("index_put: a rank-0 tensor has no dim to index");
+  if (i->dtype() != DType::Int32 && i->dtype() != DType::Int64) {
+    throw Error(fmt::format("index_put: indices must be int32 or int64, got {} (a bool mask would make the shape "
+                            "depend on the data)",
+                            dtype_name(i->dtype())));
+  }
+  // The indexed rows, as PyTorch's t[index] = values: values broadcast to index.shape + the
+  // rows' shape, negative indices counted from the end.
+  std::vector<int64_t> shape(i->shape().begin(), i->shape().end());
+  std::vector<int64_t> flat = {-1};
+  for (size_t d = 1; d < x->shape().size(); ++d) {
+    shape.push_back(x->shape()[d]);
+    flat.push_back(x->shape()[d]);
+  }
+  const Tensor rows = reshape(index, {-1});
+  const Tensor wrapped = where(lt(rows, 0), rows + x->shape()[0], rows);
+  return scatter_node(OpKind::IndexScatter, "index_put", t, 0, wrapped, reshape(expand(values, shape), flat), accumulate);
+}
+
 Tensor squeeze(const Tensor& t, int64_t dim) {
   ir::NodePtr x = value_of(t, "squeeze");
   const int64_t d = wrap_dim_of("squeeze", dim, x->rank());
