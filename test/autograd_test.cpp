@@ -23,8 +23,16 @@
 #include "ir/graph.h"
 #include "ir/interpreter.h"
 #include "ir/op.h"
+#include "ir/structured.h"
 #include "lazyjit/lazyjit.h"
 #include "runtime/tensor_impl.h"
+#include "runtime/tensor_impl.h"
+
+namespace lazyjit {
+namespace detail {
+Tensor make_pending(ir::NodePtr node);
+}
+}  // namespace lazyjit
 
 namespace lazyjit {
 namespace {
@@ -378,6 +386,22 @@ void add_view_cases(CaseTable& t) {
   t.add("scatter_distinct", OpKind::Scatter, {{{2, 4}}, {{2, 3}}}, [](const auto& x) {
     return scatter(x[0], -1, Tensor::from_vector<int64_t>({3, 0, 1, 2, 1, 0}, {2, 3}), x[1]);
   });
+
+  // Sliding windows: convolution (input, weight and bias), pooling, and the two view rows.
+  t.add("unfold", OpKind::Unfold, {{{2, 2, 5, 6}}}, [](const auto& x) { return unfold(x[0], {2, 3}, 1, 1, {2, 1}); });
+  t.add("unfold_transpose", OpKind::UnfoldTranspose, {{{2, 2, 8, 8}}}, [](const auto& x) {
+    // [N, groups, C/groups * kh*kw, OH*OW] of a [2, 4, 3, 5] input, 2x2 windows, stride 2x1, padding 1x0
+    const ir::Shape spread = {2, 4, 4, 3, 5};
+    const ir::Node::Attrs attrs = {2, 2, 2, 2, 1, 1, 0, 1, 1};
+    const auto node = ir::make_structured(OpKind::UnfoldTranspose, {x[0].impl()->ir_value()}, attrs, &spread);
+    return detail::make_pending(*node);
+  });
+  t.add("conv2d", OpKind::Unfold, {{{2, 4, 5, 6}}, {{6, 2, 3, 2}}, {{6}}},
+        [](const auto& x) { return conv2d(x[0], x[1], x[2], {1, 2}, 1, {2, 1}, 2); });
+  t.add("conv1d", OpKind::Unfold, {{{2, 3, 7}}, {{2, 3, 3}}}, [](const auto& x) { return conv1d(x[0], x[1], Tensor(), 2, 1); });
+  t.add("max_pool2d", OpKind::Unfold, {{{2, 2, 5, 5}, Domain::spread()}},
+        [](const auto& x) { return max_pool2d(x[0], 3, 2, 1); });
+  t.add("avg_pool2d", OpKind::Unfold, {{{2, 2, 5, 4}}}, [](const auto& x) { return avg_pool2d(x[0], 2, 1, 1, false); });
 }
 
 void add_matmul_cases(CaseTable& t) {

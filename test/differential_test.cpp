@@ -411,6 +411,11 @@ TEST(Differential, ScansAndScatters) {
       scatters.push_back(ir_of(index_add(zeros({40, 53}, dtype), 0, rows, src_rows * 3) + 1));  // fused input and src
     }
     expect_matches_interpreter(scatters, "scatters " + name);
+
+    const Tensor image = detail::make_pending(random_leaf(rng, dtype, {2, 3, 7, 6}, {-2, 2}));
+    std::vector<ir::NodePtr> windows = {ir_of(unfold(image, 3)), ir_of(unfold(image, {2, 3}, {2, 1}, 1, {2, 3}))};
+    if (dtype != DType::Bool) windows.push_back(ir_of(max_pool2d(image, 3, 2, 1)));
+    expect_matches_interpreter(windows, "windows " + name);
   }
 }
 

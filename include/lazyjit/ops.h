@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "lazyjit/dtype.h"
@@ -217,6 +218,35 @@ Tensor index_copy(const Tensor& t, int64_t dim, const Tensor& index, const Tenso
 /// at `index` (any shape; negative indices count from the end) from `values`, broadcast to
 /// index.shape + t.shape[1:]; added when `accumulate`, else the last write wins.
 Tensor index_put(const Tensor& t, const Tensor& index, const Tensor& values, bool accumulate = false);
+// Convolution and pooling over NCHW (a rank-3 input is one unbatched image), PyTorch's
+// argument conventions. A convolution is the packed matmul of the weights with a sliding-
+// window view of the input that is read as it is packed, never stored (no im2col buffer),
+// with the bias as the product's epilogue.
+/// A pair (height, width); one number stands for both, as in PyTorch.
+struct Size2 {
+  int64_t h, w;
+  Size2(int64_t both) : h(both), w(both) {}  // NOLINT: implicit, as PyTorch's int-or-pair
+  Size2(int64_t h, int64_t w) : h(h), w(w) {}
+};
+/// x [N, C, H, W] and weight [O, C/groups, kh, kw] (one float dtype), bias [O] or undefined:
+/// [N, O, OH, OW] with OH = (H + 2*padding - dilation*(kh-1) - 1) / stride + 1.
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), Size2 stride = 1,
+              Size2 padding = 0, Size2 dilation = 1, int64_t groups = 1);
+/// x [N, C, L] and weight [O, C/groups, k]: conv2d over a height of 1.
+Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), int64_t stride = 1,
+              int64_t padding = 0, int64_t dilation = 1, int64_t groups = 1);
+/// The maximum of each window (stride: the kernel size by default; padding at most half
+/// the kernel, below every value); the gradient goes to the first maximum, as PyTorch's.
+Tensor max_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> stride = std::nullopt, Size2 padding = 0);
+/// The mean of each window, counting the zero padding unless `count_include_pad` is false.
+Tensor avg_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> stride = std::nullopt, Size2 padding = 0,
+                  bool count_include_pad = true);
+/// Means over equal windows that tile the input into `output_size` (it must divide H and W;
+/// 1x1 is global average pooling).
+Tensor adaptive_avg_pool2d(const Tensor& x, Size2 output_size);
+/// PyTorch's F.unfold: the sliding windows of x [N, C, H, W] as [N, C*kh*kw, OH*OW] (im2col).
+Tensor unfold(const Tensor& x, Size2 kernel_size, Size2 dilation = 1, Size2 padding = 0, Size2 stride = 1);
+
 /// Removes `dim` when its size is 1 (else returns `t` unchanged, as PyTorch).
 Tensor squeeze(const Tensor& t, int64_t dim);
 /// Inserts a dim of size 1 at `dim` (in [-rank-1, rank]).

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "ir/structured.h"
+#include "lazyjit/error.h"
 #include "lazyjit/ops.h"
 #include "runtime/tensor_impl.h"
 
@@ -169,6 +171,36 @@ Tensor cumprod_backward(const Tensor& g, const Tensor& a, const Tensor& y, const
   const Tensor without = cumprod(where(first, 1.0, a), dim);
   const Tensor at_zero = sum(where(ge(zeros_so_far, 1), g * without, 0.0), {dim}, /*keepdim=*/true);
   return where(first, at_zero, plain);
+}
+
+/// A sliding-window node over `x` (a pending tensor), with `attrs`; `shape` for a transpose.
+Tensor window_node(ir::OpKind op, const Tensor& x, ir::Node::Attrs attrs, const ir::Shape* shape = nullptr) {
+  absl::StatusOr<ir::NodePtr> node = ir::make_structured(op, {x.impl()->ir_value()}, std::move(attrs), shape);
+  if (!node.ok()) throw Error(std::string(node.status().message()));
+  return detail::make_pending(*std::move(node));
+}
+
+/// unfold's cotangent (col2im): each element of `a` gets the sum of g over the windows that
+/// read it, the transpose view summed over window positions.
+Tensor unfold_backward(const Tensor& g, const Tensor& a, const ir::Node& node) {
+  const ir::Window w = ir::Window::of(node.attrs());
+  const std::vector<int64_t> x = a.shape();
+  const ir::Shape spread = {x[0], x[1], w.kh * w.kw, x[2], x[3]};
+  return reshape(sum(window_node(ir::OpKind::UnfoldTranspose, g, node.attrs(), &spread), {2}), x);
+}
+
+/// unfold_transpose's cotangent: its transpose, an unfold that reads window position r of
+/// g's slice r alone: the unfold of g with a group per (channel, position), whose diagonal
+/// (position read == slice) a strided slice takes.
+Tensor unfold_transpose_backward(const Tensor& g, const Tensor& a, const ir::Node& node) {
+  const std::vector<int64_t> s = g.shape();  // [N, C, kk, H, W]
+  const int64_t kk = s[2];
+  ir::Node::Attrs attrs = node.attrs();
+  attrs[0] = s[1] * kk;
+  const Tensor windows = window_node(ir::OpKind::Unfold, reshape(g, {s[0], s[1] * kk, s[3], s[4]}), attrs);
+  const int64_t p = windows.shape()[3];
+  const Tensor diagonal = slice(reshape(windows, {s[0], s[1], kk * kk, p}), 2, 0, kk * kk, kk + 1);
+  return reshape(diagonal, a.shape());
 }
 
 }  // namespace

@@ -278,6 +278,29 @@ class Numbers final : public IndexArith {
   const Shape& operand_;
 };
 
+/// The operand element that element `index` of a sliding-window view reads, or -1 for a
+/// zero (padding, or no window position reaches it).
+int64_t window_source(const Node& node, std::span<const int64_t> index, const Shape& in) {
+  const Window w = Window::of(node.attrs());
+  const int64_t kk = w.kh * w.kw;
+  if (node.op() == OpKind::Unfold) {  // [n, g, (c, i, j), (oh, ow)] of [N, C, H, W]
+    const int64_t per_group = in[1] / w.groups, ow_count = w.out_w(in[3]);
+    const int64_t c = index[1] * per_group + index[2] / kk, i = index[2] % kk / w.kw, j = index[2] % w.kw;
+    const int64_t h = index[3] / ow_count * w.sh - w.ph + i * w.dh, x = index[3] % ow_count * w.sw - w.pw + j * w.dw;
+    if (h < 0 || h >= in[2] || x < 0 || x >= in[3]) return -1;
+    return ((index[0] * in[1] + c) * in[2] + h) * in[3] + x;
+  }
+  // unfold_transpose: [n, c, (i, j), h, w] of [N, groups, C/groups * kk, OH*OW]
+  const Shape& out = node.shape();
+  const int64_t i = index[2] / w.kw, j = index[2] % w.kw;
+  const int64_t th = index[3] + w.ph - i * w.dh, tw = index[4] + w.pw - j * w.dw;
+  const int64_t oh_count = w.out_h(out[3]), ow_count = w.out_w(out[4]);
+  if (th < 0 || tw < 0 || th % w.sh != 0 || tw % w.sw != 0 || th / w.sh >= oh_count || tw / w.sw >= ow_count) return -1;
+  const int64_t per_group = out[1] / w.groups;
+  const int64_t q = index[1] % per_group * kk + index[2], p = th / w.sh * ow_count + tw / w.sw;
+  return ((index[0] * in[1] + index[1] / per_group) * in[2] + q) * in[3] + p;
+}
+
 /// Views: each output element copies one operand element.
 HostTensor eval_view(const Node& node, const std::vector<const HostTensor*>& args) {
   HostTensor out = make_host(node.dtype(), node.shape());
@@ -288,6 +311,11 @@ HostTensor eval_view(const Node& node, const std::vector<const HostTensor*>& arg
   for (int64_t i = 0; i < n; ++i) {
     std::vector<int64_t> index = unravel(i, node.shape());
     const HostTensor* source = args[0];
+    if (node.op() == OpKind::Unfold || node.op() == OpKind::UnfoldTranspose) {
+      const int64_t from = window_source(node, index, source->shape);
+      if (from >= 0) std::memcpy(out.bytes.data() + i * size, source->bytes.data() + from * size, size);
+      continue;  // else the zero make_host left
+    }
     if (node.op() == OpKind::OneHot) {  // computed, not copied
       const int64_t classes = node.shape().back(), k = index.back();
       index.pop_back();

@@ -229,6 +229,50 @@ absl::Status check_scatter(OpKind op, const Shape& in, const Shape& index, const
   return absl::OkStatus();
 }
 
+absl::StatusOr<Window> check_window(std::string_view name, const Shape& in, const Node::Attrs& attrs) {
+  if (attrs.size() != 9) return invalid(fmt::format("{}: expected attrs {{groups, kh, kw, sh, sw, ph, pw, dh, dw}}", name));
+  const Window w = Window::of(attrs);
+  if (w.groups < 1 || w.kh < 1 || w.kw < 1 || w.sh < 1 || w.sw < 1 || w.ph < 0 || w.pw < 0 || w.dh < 1 || w.dw < 1) {
+    return invalid(fmt::format("{}: window attrs {} must be positive (padding non-negative)", name, dims_text(attrs)));
+  }
+  if (in.size() != 4) {
+    return invalid(fmt::format("{}: expected an NCHW tensor of rank 4, got shape {}", name, shape_to_string(in)));
+  }
+  return w;
+}
+
+absl::StatusOr<Shape> unfold_shape(const Shape& in, const Node::Attrs& attrs) {
+  absl::StatusOr<Window> w = check_window("unfold", in, attrs);
+  if (!w.ok()) return w.status();
+  if (in[1] % w->groups != 0) {
+    return invalid(fmt::format("unfold: {} groups do not divide {} channels", w->groups, in[1]));
+  }
+  const int64_t oh = w->out_h(in[2]), ow = w->out_w(in[3]);
+  if (oh < 1 || ow < 1) {
+    return invalid(fmt::format("unfold: a {}x{} window (dilation {}x{}) is larger than the padded input {}x{}", w->kh,
+                               w->kw, w->dh, w->dw, in[2] + 2 * w->ph, in[3] + 2 * w->pw));
+  }
+  Shape out = {in[0], w->groups, in[1] / w->groups * w->kh * w->kw, oh * ow};
+  if (absl::Status s = validate_dims("unfold", out); !s.ok()) return s;
+  return out;
+}
+
+absl::Status check_unfold_transpose(const Shape& in, const Node::Attrs& attrs, const Shape& out) {
+  if (out.size() != 5) {
+    return invalid(fmt::format("unfold_transpose: the result must have rank 5, got {}", shape_to_string(out)));
+  }
+  const Shape image = {out[0], out[1], out[3], out[4]};
+  absl::StatusOr<Window> w = check_window("unfold_transpose", image, attrs);
+  if (!w.ok()) return w.status();
+  absl::StatusOr<Shape> unfolded = unfold_shape(image, attrs);
+  if (!unfolded.ok()) return unfolded.status();
+  if (in != *unfolded || out[2] != w->kh * w->kw) {
+    return invalid(fmt::format("unfold_transpose: operand {} is not the unfold of the result {}", shape_to_string(in),
+                               shape_to_string(out)));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status check_one_hot(const Shape& in, DType dtype, const Shape& out) {
   if (dtype != DType::Int32 && dtype != DType::Int64) {
     return invalid(fmt::format("one_hot: indices must be int32 or int64, got {}", dtype_name(dtype)));
@@ -333,6 +377,14 @@ absl::StatusOr<std::pair<DType, Shape>> structured_result(OpKind op, std::span<c
       if (absl::Status s = needs_given(); !s.ok()) return s;
       if (!attrs.empty()) return invalid("one_hot: takes no attrs");
       if (absl::Status s = check_one_hot(in, operands[0]->dtype(), *given); !s.ok()) return s;
+      shape = *given;
+      break;
+    case OpKind::Unfold:
+      shape = unfold_shape(in, attrs);
+      break;
+    case OpKind::UnfoldTranspose:
+      if (absl::Status s = needs_given(); !s.ok()) return s;
+      if (absl::Status s = check_unfold_transpose(in, attrs, *given); !s.ok()) return s;
       shape = *given;
       break;
     case OpKind::Matmul:

@@ -45,6 +45,23 @@ class IndexArith {
 bool operand_index(const Node& node, IndexArith& arith, std::span<const IndexArith::Value> index,
                    std::vector<IndexArith::Value>& operand);
 
+/// The attrs of Unfold and UnfoldTranspose: a window of kh x kw, strides, zero padding on
+/// both sides, dilations, over `groups` groups of channels.
+struct Window {
+  int64_t groups, kh, kw, sh, sw, ph, pw, dh, dw;
+  static Window of(const Node::Attrs& attrs) {
+    return {attrs[0], attrs[1], attrs[2], attrs[3], attrs[4], attrs[5], attrs[6], attrs[7], attrs[8]};
+  }
+  /// The output extent along H (vertical) or W for an input extent `in`: negative when the
+  /// dilated window is larger than the padded input.
+  int64_t out_h(int64_t in) const { return out(in, kh, sh, ph, dh); }
+  int64_t out_w(int64_t in) const { return out(in, kw, sw, pw, dw); }
+  static int64_t out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
+    const int64_t span = in + 2 * p - d * (k - 1) - 1;
+    return span < 0 ? -1 : span / s + 1;
+  }
+};
+
 /// The name a user knows `op` by: a scatter's public function (scatter_add, index_copy, ...).
 std::string_view user_op_name(OpKind op, const Node::Attrs& attrs);
 /// The error of an index out of range at run time (IndexSelect, Gather): found by the

@@ -166,6 +166,59 @@ Id GraphValues::checked_divisor(int node, Id divisor) {
   return divisor;
 }
 
+Id GraphValues::window(int node, const Index& index) {
+  const ir::Node& n = *graph_.nodes[node];
+  const int operand = graph_.operands[node][0];
+  const ir::Window w = ir::Window::of(n.attrs());
+  const std::vector<Id> dims = dims_of(node, index);
+  auto c = [&](int64_t value) { return k_.index(value); };
+  auto lt = [&](Id a, Id b) { return k_.op(OpKind::Lt, DType::Bool, {a, b}); };
+  auto both = [&](Id a, Id b) { return k_.op(OpKind::LogicalAnd, DType::Bool, {a, b}); };
+  // The output extent for an input extent `in` (the shape check made it at least 1).
+  auto out_extent = [&](Id in, int64_t k, int64_t s, int64_t p, int64_t d) {
+    return k_.add(k_.div(k_.sub(k_.add(in, c(2 * p)), c(d * (k - 1) + 1)), c(s)), c(1));
+  };
+  const int64_t kk = w.kh * w.kw;
+  const Id zero = is_floating(n.dtype()) ? k_.float_constant(n.dtype(), 0) : k_.constant(n.dtype(), 0);
+  if (n.op() == OpKind::Unfold) {
+    // [n, g, (c, i, j), (oh, ow)] reads [n, g * C/groups + c, oh*sh - ph + i*dh, ...]: the
+    // position in the padded input, then clamped into the input and selected.
+    const Id height = dim(operand, 2), width = dim(operand, 3);
+    const Id ow_count = out_extent(width, w.kw, w.sw, w.pw, w.dw);
+    const Id window = k_.rem(dims[2], c(kk));
+    const Id channel = k_.add(k_.mul(dims[1], k_.div(dim(operand, 1), c(w.groups))), k_.div(dims[2], c(kk)));
+    const Id padded_h = k_.add(k_.mul(k_.div(dims[3], ow_count), c(w.sh)), k_.mul(k_.div(window, c(w.kw)), c(w.dh)));
+    const Id padded_w = k_.add(k_.mul(k_.rem(dims[3], ow_count), c(w.sw)), k_.mul(k_.rem(window, c(w.kw)), c(w.dw)));
+    auto inside = [&](Id padded, int64_t pad, Id extent) {
+      return both(k_.op(OpKind::Ge, DType::Bool, {padded, c(pad)}), lt(padded, k_.add(extent, c(pad))));
+    };
+    auto clamped = [&](Id padded, int64_t pad, Id extent) {
+      return k_.min(k_.max(k_.sub(padded, c(pad)), c(0)), k_.max(k_.sub(extent, c(1)), c(0)));
+    };
+    const Id v = at(operand, Index{{dims[0], channel, clamped(padded_h, w.ph, height), clamped(padded_w, w.pw, width)}});
+    return k_.select(both(inside(padded_h, w.ph, height), inside(padded_w, w.pw, width)), v, zero);
+  }
+  // unfold_transpose: [n, c, (i, j), h, w] reads [n, c / (C/groups), (c % (C/groups), i, j),
+  // (oh, ow)] where h + ph - i*dh = oh*sh exactly, with oh in range (likewise w), else 0.
+  const Id oh_count = out_extent(dim(node, 3), w.kh, w.sh, w.ph, w.dh);
+  const Id ow_count = out_extent(dim(node, 4), w.kw, w.sw, w.pw, w.dw);
+  auto source = [&](Id at, int64_t pad, Id offset, int64_t stride, Id count, Id& position) {
+    const Id from = k_.add(at, c(pad));  // offset <= from where some window position reaches it
+    const Id step = k_.max(k_.sub(from, offset), c(0));
+    position = k_.min(k_.div(step, c(stride)), k_.sub(count, c(1)));
+    Id reached = both(k_.op(OpKind::Ge, DType::Bool, {from, offset}), lt(k_.div(step, c(stride)), count));
+    if (stride > 1) reached = both(reached, k_.op(OpKind::Eq, DType::Bool, {k_.rem(step, c(stride)), c(0)}));
+    return reached;
+  };
+  Id oh = kir::kNone, ow = kir::kNone;
+  const Id reached_h = source(dims[3], w.ph, k_.mul(k_.div(dims[2], c(w.kw)), c(w.dh)), w.sh, oh_count, oh);
+  const Id reached_w = source(dims[4], w.pw, k_.mul(k_.rem(dims[2], c(w.kw)), c(w.dw)), w.sw, ow_count, ow);
+  const Id per_group = k_.div(dim(node, 1), c(w.groups));
+  const Id row = k_.add(k_.mul(k_.rem(dims[1], per_group), c(kk)), dims[2]);
+  const Id v = at(operand, Index{{dims[0], k_.div(dims[1], per_group), row, k_.add(k_.mul(oh, ow_count), ow)}});
+  return k_.select(both(reached_h, reached_w), v, zero);
+}
+
 Id GraphValues::view(int node, const Index& index) {
   const ir::Node& n = *graph_.nodes[node];
   const int operand = graph_.operands[node][0];
@@ -189,6 +242,8 @@ Id GraphValues::view(int node, const Index& index) {
       const Id picked = checked_index(node, at(operand, Index{dims}), node, n.rank() - 1);
       return k_.convert(k_.op(OpKind::Eq, DType::Bool, {picked, k}), DType::Int64);
     }
+    case OpKind::Unfold:
+    case OpKind::UnfoldTranspose: return window(node, index);
     case OpKind::Cat: {
       // Every part is read at its clamped index and the right one selected: no branches in
       // the loop, so it still vectorises.

@@ -61,6 +61,9 @@ class GraphValues {
  private:
   kir::Id compute(int node, const Index& index);
   kir::Id view(int node, const Index& index);
+  /// A sliding-window view (Unfold, UnfoldTranspose): the operand at clamped indices,
+  /// selected where the window reaches it.
+  kir::Id window(int node, const Index& index);
   /// `divisor`, after a check that it is not 0 (an integer division of `node`).
   kir::Id checked_divisor(int node, kir::Id divisor);
   Index operand_index(int node, int operand, const Index& index);

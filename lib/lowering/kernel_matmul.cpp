@@ -67,15 +67,33 @@ class Matmul {
         const Id inside = c.k.op(OpKind::Lt, DType::Bool, {at, extent});
         c.k.store(buffer, c.k.add(base, c.k.add(c.k.mul(kk, c.i64(width)), lane)), c.k.select(inside, v, c.k.constant(c.v.dtype(operand), 0)));
       };
-      if (left) {  // read A along its rows
+      // Read A along its rows; B along its columns when it is a sliding window (a
+      // convolution's im2col view: a column's window origin, one division, is then
+      // computed once for all of K), else along its rows too (NR contiguous columns).
+      if (left || reads_window(operand)) {
         c.k.loop(c.i64(0), c.i64(width), [&](Id lane) { c.k.loop(c.i64(0), g.k, [&](Id kk) { element(kk, lane); }); });
-      } else {  // read B along its rows too: a panel row is NR contiguous columns
+      } else {
         c.k.loop(c.i64(0), g.k, [&](Id kk) { c.k.loop(c.i64(0), c.i64(width), [&](Id lane) { element(kk, lane); }); });
       }
     });
     const Id batch = c.v.numel(operand, 0, rank - 2);
     c.k.kernel().count = c.k.mul(batch, panels);
     c.k.kernel().work = c.k.mul(g.k, c.i64(width));
+  }
+
+  /// Whether the kernel evaluates `node` through an Unfold (not read back from a buffer).
+  bool reads_window(int node) const {
+    std::vector<bool> seen(c.graph.nodes.size(), false);
+    std::vector<int> stack = {node};
+    while (!stack.empty()) {
+      const int n = stack.back();
+      stack.pop_back();
+      if (seen[n] || c.plan.buffer_of[n] >= 0) continue;
+      seen[n] = true;
+      if (c.node(n).op() == OpKind::Unfold) return true;
+      for (int operand : c.graph.operands[n]) stack.push_back(operand);
+    }
+    return false;
   }
 
   /// Tiles of MB rows by NR columns: each MR-row block accumulates over all of K in

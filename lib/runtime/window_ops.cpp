@@ -1,0 +1,178 @@
+// Convolution and pooling over NCHW, PyTorch's conventions, as compositions over one
+// sliding-window view (ir::OpKind::Unfold, im2col that is never stored): a convolution is
+// a matmul of the weights with the view (the packed micro-kernel reads through it as it
+// packs, and applies the bias as its epilogue), a pooling a fold over the window dim.
+#include <cmath>
+#include <limits>
+
+#include "fmt/format.h"
+#include "ir/structured.h"
+#include "lazyjit/error.h"
+#include "lazyjit/ops.h"
+#include "runtime/tensor_impl.h"
+
+namespace lazyjit {
+namespace detail {
+Tensor make_pending(ir::NodePtr node);
+}
+
+namespace {
+
+ir::NodePtr value_of(const Tensor& t, std::string_view op) {
+  if (!t.defined()) throw Error(fmt::format("{}: an operand is an undefined tensor", op));
+  return t.impl()->ir_value();
+}
+
+std::string shape_text(const Tensor& t) { return ir::shape_to_string(t.impl()->ir_value()->shape()); }
+
+/// Checks what PyTorch checks of strides, padding and dilation, naming `op`.
+void check_window_args(std::string_view op, Size2 stride, Size2 padding, Size2 dilation) {
+  if (stride.h < 1 || stride.w < 1) throw Error(fmt::format("{}: stride {}x{} must be positive", op, stride.h, stride.w));
+  if (padding.h < 0 || padding.w < 0) {
+    throw Error(fmt::format("{}: padding {}x{} must be non-negative", op, padding.h, padding.w));
+  }
+  if (dilation.h < 1 || dilation.w < 1) {
+    throw Error(fmt::format("{}: dilation {}x{} must be positive", op, dilation.h, dilation.w));
+  }
+}
+
+/// The sliding-window view of `x` ([N, C, H, W]): [N, groups, C/groups * kh*kw, OH*OW]; its
+/// shape errors are named after `op`.
+Tensor window_view(std::string_view op, const Tensor& x, int64_t groups, Size2 kernel, Size2 stride, Size2 padding,
+                   Size2 dilation) {
+  ir::NodePtr node = value_of(x, op);
+  if (node->rank() != 4) {
+    throw Error(fmt::format("{}: expected an input of shape [N, C, H, W], got {}", op, ir::shape_to_string(node->shape())));
+  }
+  if (kernel.h < 1 || kernel.w < 1) throw Error(fmt::format("{}: kernel size {}x{} must be positive", op, kernel.h, kernel.w));
+  check_window_args(op, stride, padding, dilation);
+  absl::StatusOr<ir::NodePtr> view = ir::make_structured(
+      ir::OpKind::Unfold, {std::move(node)},
+      {groups, kernel.h, kernel.w, stride.h, stride.w, padding.h, padding.w, dilation.h, dilation.w});
+  if (!view.ok()) {
+    const std::string message(view.status().message());
+    throw Error(fmt::format("{}{}", op, message.substr(message.find(':'))));
+  }
+  return detail::make_pending(*std::move(view));
+}
+
+/// The output's spatial extents for `x`'s, as the view computed them.
+std::pair<int64_t, int64_t> out_extent(const Tensor& x, Size2 kernel, Size2 stride, Size2 padding, Size2 dilation) {
+  return {ir::Window::out(x.shape()[2], kernel.h, stride.h, padding.h, dilation.h),
+          ir::Window::out(x.shape()[3], kernel.w, stride.w, padding.w, dilation.w)};
+}
+
+/// A pooling's window over each channel of `x`: [N, C, kh*kw, OH*OW], and its output shape.
+Tensor pool_view(std::string_view op, const Tensor& x, Size2 kernel, Size2 stride, Size2 padding) {
+  if (padding.h * 2 > kernel.h || padding.w * 2 > kernel.w) {
+    throw Error(fmt::format("{}: padding {}x{} should be at most half the kernel size {}x{}", op, padding.h, padding.w,
+                            kernel.h, kernel.w));
+  }
+  return window_view(op, x, x.dim() == 4 ? x.shape()[1] : 1, kernel, stride, padding, 1);
+}
+
+}  // namespace
+
+Tensor unfold(const Tensor& x, Size2 kernel_size, Size2 dilation, Size2 padding, Size2 stride) {
+  const Tensor view = window_view("unfold", x, 1, kernel_size, stride, padding, dilation);
+  return reshape(view, {view.shape()[0], view.shape()[2], view.shape()[3]});
+}
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 stride, Size2 padding, Size2 dilation,
+              int64_t groups) {
+  value_of(x, "conv2d");
+  value_of(weight, "conv2d");
+  if (x.dim() == 3) return squeeze(conv2d(unsqueeze(x, 0), weight, bias, stride, padding, dilation, groups), 0);
+  if (x.dim() != 4) throw Error(fmt::format("conv2d: expected an input of shape [N, C, H, W], got {}", shape_text(x)));
+  if (weight.dim() != 4) {
+    throw Error(fmt::format("conv2d: expected a weight of shape [out_channels, in_channels / groups, kh, kw], got {}",
+                            shape_text(weight)));
+  }
+  if (!is_floating(x.dtype()) || x.dtype() != weight.dtype()) {
+    throw Error(fmt::format("conv2d: input and weight must have one float dtype, got {} and {}", dtype_name(x.dtype()),
+                            dtype_name(weight.dtype())));
+  }
+  const int64_t channels = x.shape()[1], out_channels = weight.shape()[0];
+  if (groups < 1 || channels % groups != 0 || out_channels % groups != 0) {
+    throw Error(fmt::format("conv2d: groups {} must be positive and divide the {} input and {} output channels", groups,
+                            channels, out_channels));
+  }
+  if (weight.shape()[1] * groups != channels) {
+    throw Error(fmt::format("conv2d: a weight of shape {} with {} groups expects {} input channels, got {} (input {})",
+                            shape_text(weight), groups, weight.shape()[1] * groups, channels, shape_text(x)));
+  }
+  if (bias.defined() && (bias.dim() != 1 || bias.shape()[0] != out_channels)) {
+    throw Error(fmt::format("conv2d: expected a bias of shape [{}], got {}", out_channels, shape_text(bias)));
+  }
+  const Size2 kernel{weight.shape()[2], weight.shape()[3]};
+  const Tensor view = window_view("conv2d", x, groups, kernel, stride, padding, dilation);
+  const auto [oh, ow] = out_extent(x, kernel, stride, padding, dilation);
+  // [groups, O/groups, C/groups * kh*kw] @ [N, groups, C/groups * kh*kw, OH*OW]
+  Tensor out = matmul(reshape(weight, {groups, out_channels / groups, view.shape()[2]}), view);
+  if (bias.defined()) out = out + reshape(bias.to(out.dtype()), {groups, out_channels / groups, 1});
+  return reshape(out, {x.shape()[0], out_channels, oh, ow});
+}
+
+Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride, int64_t padding,
+              int64_t dilation, int64_t groups) {
+  value_of(x, "conv1d");
+  value_of(weight, "conv1d");
+  if (x.dim() == 2) return squeeze(conv1d(unsqueeze(x, 0), weight, bias, stride, padding, dilation, groups), 0);
+  if (x.dim() != 3) throw Error(fmt::format("conv1d: expected an input of shape [N, C, L], got {}", shape_text(x)));
+  if (weight.dim() != 3) {
+    throw Error(fmt::format("conv1d: expected a weight of shape [out_channels, in_channels / groups, k], got {}",
+                            shape_text(weight)));
+  }
+  return squeeze(conv2d(unsqueeze(x, 2), unsqueeze(weight, 2), bias, {1, stride}, {0, padding}, {1, dilation}, groups), 2);
+}
+
+Tensor max_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> stride, Size2 padding) {
+  value_of(x, "max_pool2d");
+  if (x.dim() == 3) return squeeze(max_pool2d(unsqueeze(x, 0), kernel_size, stride, padding), 0);
+  if (x.dtype() == DType::Bool) throw Error("max_pool2d: bool inputs are not supported");
+  const Size2 step = stride.value_or(kernel_size);
+  Tensor view = pool_view("max_pool2d", x, kernel_size, step, padding);
+  if (padding.h > 0 || padding.w > 0) {  // the padding is below every value, as PyTorch's
+    const Tensor inside = gt(window_view("max_pool2d", ones(x.shape(), x.dtype()), x.shape()[1], kernel_size, step, padding, 1), 0);
+    view = is_floating(x.dtype()) ? where(inside, view, -std::numeric_limits<double>::infinity())
+                                  : where(inside, view, Scalar(x.dtype() == DType::Int32 ? int64_t{INT32_MIN} : INT64_MIN));
+  }
+  // The first maximum of each window (NaN counts as the maximum), gathered: its gradient
+  // goes to that element alone, as PyTorch's.
+  const Tensor picked = gather(view, 2, argmax(view, 2, /*keepdim=*/true));
+  const auto [oh, ow] = out_extent(x, kernel_size, step, padding, 1);
+  return reshape(picked, {x.shape()[0], x.shape()[1], oh, ow});
+}
+
+Tensor avg_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> stride, Size2 padding,
+                  bool count_include_pad) {
+  value_of(x, "avg_pool2d");
+  if (x.dim() == 3) return squeeze(avg_pool2d(unsqueeze(x, 0), kernel_size, stride, padding, count_include_pad), 0);
+  if (!is_floating(x.dtype())) throw Error(fmt::format("avg_pool2d: expected a float input, got {}", dtype_name(x.dtype())));
+  const Size2 step = stride.value_or(kernel_size);
+  const Tensor summed = sum(pool_view("avg_pool2d", x, kernel_size, step, padding), {2});
+  const Tensor count = count_include_pad || (padding.h == 0 && padding.w == 0)
+                           ? full({}, static_cast<double>(kernel_size.h * kernel_size.w), x.dtype())
+                           : sum(window_view("avg_pool2d", ones(x.shape(), x.dtype()), x.shape()[1], kernel_size, step, padding, 1), {2});
+  const auto [oh, ow] = out_extent(x, kernel_size, step, padding, 1);
+  return reshape(summed / count, {x.shape()[0], x.shape()[1], oh, ow});
+}
+
+Tensor adaptive_avg_pool2d(const Tensor& x, Size2 output_size) {
+  value_of(x, "adaptive_avg_pool2d");
+  if (x.dim() == 3) return squeeze(adaptive_avg_pool2d(unsqueeze(x, 0), output_size), 0);
+  if (x.dim() != 4) {
+    throw Error(fmt::format("adaptive_avg_pool2d: expected an input of shape [N, C, H, W], got {}", shape_text(x)));
+  }
+  const int64_t h = x.shape()[2], w = x.shape()[3];
+  if (output_size.h < 1 || output_size.w < 1 || h % output_size.h != 0 || w % output_size.w != 0) {
+    throw Error(fmt::format("adaptive_avg_pool2d: output size {}x{} must divide the input's {}x{} (windows of unequal "
+                            "size are not supported)",
+                            output_size.h, output_size.w, h, w));
+  }
+  if (output_size.h == 1 && output_size.w == 1) return mean(x, {2, 3}, /*keepdim=*/true);  // global pooling
+  const Size2 window{h / output_size.h, w / output_size.w};
+  return avg_pool2d(x, window, window, 0);
+}
+
+}  // namespace lazyjit

@@ -1,0 +1,206 @@
+// Convolution and pooling: against direct loops over the definition (float64, PyTorch's
+// formulas), against the reference interpreter, and their argument errors.
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fmt/format.h"
+#include "lazyjit/lazyjit.h"
+#include "op_checks.h"
+
+namespace lazyjit {
+namespace {
+
+struct ConvCase {
+  Shape x, w;
+  Size2 stride = 1, padding = 0, dilation = 1;
+  int64_t groups = 1;
+  bool bias = true;
+};
+
+/// The convolution by its definition: out[n, o, y, x] = bias[o] + sum over the group's
+/// channels c and window positions (i, j) of w[o, c, i, j] * in[n, g*C/G + c, y*s - p + i*d, ...].
+std::vector<double> direct_conv(const ConvCase& k, const std::vector<double>& x, const std::vector<double>& w,
+                                const std::vector<double>& b, Shape& out_shape) {
+  const int64_t n = k.x[0], c = k.x[1], h = k.x[2], wd = k.x[3], o = k.w[0], cpg = k.w[1], kh = k.w[2], kw = k.w[3];
+  const int64_t oh = (h + 2 * k.padding.h - k.dilation.h * (kh - 1) - 1) / k.stride.h + 1;
+  const int64_t ow = (wd + 2 * k.padding.w - k.dilation.w * (kw - 1) - 1) / k.stride.w + 1;
+  out_shape = {n, o, oh, ow};
+  std::vector<double> out(n * o * oh * ow, 0.0);
+  for (int64_t in = 0; in < n; ++in) {
+    for (int64_t oc = 0; oc < o; ++oc) {
+      const int64_t g = oc / (o / k.groups);
+      for (int64_t y = 0; y < oh; ++y) {
+        for (int64_t xx = 0; xx < ow; ++xx) {
+          double acc = b.empty() ? 0.0 : b[oc];
+          for (int64_t cc = 0; cc < cpg; ++cc) {
+            for (int64_t i = 0; i < kh; ++i) {
+              for (int64_t j = 0; j < kw; ++j) {
+                const int64_t r = y * k.stride.h - k.padding.h + i * k.dilation.h;
+                const int64_t s = xx * k.stride.w - k.padding.w + j * k.dilation.w;
+                if (r < 0 || r >= h || s < 0 || s >= wd) continue;
+                acc += w[((oc * cpg + cc) * kh + i) * kw + j] * x[((in * c + g * cpg + cc) * h + r) * wd + s];
+              }
+            }
+          }
+          out[((in * o + oc) * oh + y) * ow + xx] = acc;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<double> random_values(std::mt19937& rng, int64_t n) {
+  std::uniform_real_distribution<double> value(-1, 1);
+  std::vector<double> v(n);
+  for (double& x : v) x = value(rng);
+  return v;
+}
+
+void expect_near_all(const std::vector<double>& got, const std::vector<double>& want, double tolerance,
+                     const std::string& context) {
+  ASSERT_EQ(got.size(), want.size()) << context;
+  int reported = 0;
+  for (size_t i = 0; i < got.size() && reported < 5; ++i) {
+    if (std::abs(got[i] - want[i]) > tolerance * (1 + std::abs(want[i]))) {
+      ADD_FAILURE() << context << " element " << i << ": " << got[i] << ", expected " << want[i];
+      ++reported;
+    }
+  }
+}
+
+TEST(ConvTest, MatchesTheDefinitionForStridesPaddingDilationAndGroups) {
+  const ConvCase cases[] = {
+      {{2, 3, 7, 9}, {4, 3, 3, 3}},
+      {{1, 4, 8, 8}, {6, 2, 3, 3}, 2, 1, 1, 2},
+      {{2, 2, 9, 7}, {3, 2, 3, 2}, {2, 1}, {1, 0}, {2, 1}, 1, false},
+      {{1, 6, 5, 5}, {6, 1, 3, 3}, 1, 1, 1, 6},  // depthwise
+      {{3, 5, 4, 6}, {2, 5, 1, 1}},               // 1x1
+      {{1, 1, 3, 3}, {1, 1, 3, 3}, 1, 0},         // one output element
+      {{1, 2, 5, 5}, {2, 2, 5, 5}, 1, 2},         // kernel as large as the padded input needs
+      {{2, 3, 6, 6}, {4, 3, 3, 3}, 1, 3},         // more padding than the window reaches
+  };
+  std::mt19937 rng(101);
+  for (const ConvCase& k : cases) {
+    for (DType dtype : kFloats) {
+      const std::vector<double> xs = random_values(rng, numel(k.x)), ws = random_values(rng, numel(k.w));
+      const std::vector<double> bs = k.bias ? random_values(rng, k.w[0]) : std::vector<double>{};
+      Shape shape;
+      const std::vector<double> want = direct_conv(k, xs, ws, bs, shape);
+      const Tensor x = Tensor::from_vector<double>(xs, k.x).to(dtype), w = Tensor::from_vector<double>(ws, k.w).to(dtype);
+      const Tensor b = k.bias ? Tensor::from_vector<double>(bs, {k.w[0]}).to(dtype) : Tensor();
+      const Tensor out = conv2d(x, w, b, k.stride, k.padding, k.dilation, k.groups);
+      const std::string context = fmt::format("conv2d x{} w{} groups {} {}", fmt::join(k.x, "x"), fmt::join(k.w, "x"),
+                                              k.groups, dtype_name(dtype));
+      EXPECT_EQ(out.shape(), shape) << context;
+      expect_matches(out, context, k.w[1] * k.w[2] * k.w[3]);
+      expect_near_all(out.to(DType::Float64).to_vector<double>(), want, dtype == DType::Float32 ? 1e-5 : 1e-12, context);
+    }
+  }
+}
+
+TEST(ConvTest, Conv1dIsAConvolutionOverOneRow) {
+  std::mt19937 rng(103);
+  const std::vector<double> xs = random_values(rng, 2 * 3 * 11), ws = random_values(rng, 4 * 3 * 3);
+  const Tensor x = Tensor::from_vector<double>(xs, {2, 3, 11}), w = Tensor::from_vector<double>(ws, {4, 3, 3});
+  const Tensor out = conv1d(x, w, Tensor(), 2, 1, 2);
+  const Tensor as_2d = conv2d(unsqueeze(x, 2), unsqueeze(w, 2), Tensor(), {1, 2}, {0, 1}, {1, 2});
+  EXPECT_EQ(out.shape(), (Shape{2, 4, 5}));
+  EXPECT_EQ(out.to_vector<double>(), as_2d.to_vector<double>());
+  EXPECT_EQ(conv1d(reshape(slice(x, 0, 0, 1), {3, 11}), w).shape(), (Shape{4, 9}));  // unbatched
+}
+
+/// Pooling by its definition: the max (first NaN wins) or the mean of each window.
+std::vector<double> direct_pool(const Shape& s, const std::vector<double>& x, Size2 k, Size2 stride, Size2 pad, bool max,
+                                bool include_pad) {
+  const int64_t oh = (s[2] + 2 * pad.h - k.h) / stride.h + 1, ow = (s[3] + 2 * pad.w - k.w) / stride.w + 1;
+  std::vector<double> out;
+  for (int64_t nc = 0; nc < s[0] * s[1]; ++nc) {
+    for (int64_t y = 0; y < oh; ++y) {
+      for (int64_t xx = 0; xx < ow; ++xx) {
+        double best = -std::numeric_limits<double>::infinity(), total = 0;
+        int64_t count = 0;
+        for (int64_t i = 0; i < k.h; ++i) {
+          for (int64_t j = 0; j < k.w; ++j) {
+            const int64_t r = y * stride.h - pad.h + i, c = xx * stride.w - pad.w + j;
+            if (r < 0 || r >= s[2] || c < 0 || c >= s[3]) continue;
+            const double v = x[(nc * s[2] + r) * s[3] + c];
+            best = std::max(best, v);
+            total += v;
+            ++count;
+          }
+        }
+        out.push_back(max ? best : total / static_cast<double>(include_pad ? k.h * k.w : count));
+      }
+    }
+  }
+  return out;
+}
+
+TEST(PoolTest, MaxAndAveragePoolingMatchTheDefinition) {
+  std::mt19937 rng(107);
+  struct Case {
+    Shape x;
+    Size2 kernel;
+    std::optional<Size2> stride;
+    Size2 padding = 0;
+  };
+  const Case cases[] = {{{2, 3, 8, 8}, 2}, {{1, 2, 7, 9}, 3, 2, 1}, {{2, 1, 5, 6}, {2, 3}, {{1, 2}}, {1, 0}}, {{1, 1, 1, 1}, 1}};
+  for (const Case& k : cases) {
+    const Size2 stride = k.stride.value_or(k.kernel);
+    const std::vector<double> xs = random_values(rng, numel(k.x));
+    const Tensor x = Tensor::from_vector<double>(xs, k.x);
+    const std::string context = fmt::format("pool of {} kernel {}x{}", fmt::join(k.x, "x"), k.kernel.h, k.kernel.w);
+    const Tensor max = max_pool2d(x, k.kernel, k.stride, k.padding);
+    expect_matches(max, context);
+    EXPECT_EQ(max.to_vector<double>(), direct_pool(k.x, xs, k.kernel, stride, k.padding, true, true)) << context;
+    expect_near_all(avg_pool2d(x, k.kernel, k.stride, k.padding).to_vector<double>(),
+                    direct_pool(k.x, xs, k.kernel, stride, k.padding, false, true), 1e-12, context);
+    expect_near_all(avg_pool2d(x, k.kernel, k.stride, k.padding, false).to_vector<double>(),
+                    direct_pool(k.x, xs, k.kernel, stride, k.padding, false, false), 1e-12, context);
+  }
+  // Integers pool too (the padding below every int32), and a window's NaN is its maximum.
+  const Tensor ints = Tensor::from_vector<int32_t>({-5, -7, -9, -8}, {1, 1, 2, 2});
+  EXPECT_EQ(max_pool2d(ints, 2, 1, 1).to_vector<int32_t>(), (std::vector<int32_t>{-5, -5, -7, -5, -5, -7, -9, -8, -8}));
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_TRUE(std::isnan(max_pool2d(Tensor::from_vector<double>({1, nan, 3, 4}, {1, 1, 2, 2}), 2).item<double>()));
+  const Tensor x = Tensor::from_vector<double>(random_values(rng, 2 * 3 * 6 * 4), {2, 3, 6, 4});
+  expect_near_all(adaptive_avg_pool2d(x, 1).to_vector<double>(), mean(x, {2, 3}, true).to_vector<double>(), 1e-12,
+                  "global pooling");
+  expect_near_all(adaptive_avg_pool2d(x, {3, 2}).to_vector<double>(), avg_pool2d(x, 2).to_vector<double>(), 1e-12,
+                  "adaptive pooling");
+}
+
+TEST(ConvTest, BadShapesAndArgumentsNameTheOpAndValues) {
+  const Tensor x = zeros({2, 4, 5, 5}), w = zeros({6, 4, 3, 3});
+  expect_error([&] { conv2d(zeros({4, 5}), w); }, "conv2d: expected an input of shape [N, C, H, W], got [4,5]");
+  expect_error([&] { conv2d(x, zeros({6, 4, 3})); },
+               "conv2d: expected a weight of shape [out_channels, in_channels / groups, kh, kw], got [6,4,3]");
+  expect_error([&] { conv2d(x, zeros({6, 3, 3, 3})); },
+               "conv2d: a weight of shape [6,3,3,3] with 1 groups expects 3 input channels, got 4 (input [2,4,5,5])");
+  expect_error([&] { conv2d(x, zeros({6, 2, 3, 3}), Tensor(), 1, 0, 1, 3); },
+               "conv2d: groups 3 must be positive and divide the 4 input and 6 output channels");
+  expect_error([&] { conv2d(x, zeros({6, 4, 7, 3})); },
+               "conv2d: a 7x3 window (dilation 1x1) is larger than the padded input 5x5");
+  expect_error([&] { conv2d(x, w, Tensor(), 1, 0, 3); },
+               "conv2d: a 3x3 window (dilation 3x3) is larger than the padded input 5x5");
+  expect_error([&] { conv2d(x, w, zeros({5})); }, "conv2d: expected a bias of shape [6], got [5]");
+  expect_error([&] { conv2d(x, w, Tensor(), 0); }, "conv2d: stride 0x0 must be positive");
+  expect_error([&] { conv2d(x, w, Tensor(), 1, {-1, 0}); }, "conv2d: padding -1x0 must be non-negative");
+  expect_error([&] { conv2d(x, w.to(DType::Float64)); },
+               "conv2d: input and weight must have one float dtype, got float32 and float64");
+  expect_error([&] { conv1d(x, w); }, "conv1d: expected an input of shape [N, C, L], got [2,4,5,5]");
+  expect_error([&] { max_pool2d(x, 3, 1, 2); }, "max_pool2d: padding 2x2 should be at most half the kernel size 3x3");
+  expect_error([&] { max_pool2d(x, 6); }, "max_pool2d: a 6x6 window (dilation 1x1) is larger than the padded input 5x5");
+  expect_error([&] { avg_pool2d(zeros({1, 1, 4, 4}, DType::Int64), 2); }, "avg_pool2d: expected a float input, got int64");
+  expect_error([&] { adaptive_avg_pool2d(x, 2); },
+               "adaptive_avg_pool2d: output size 2x2 must divide the input's 5x5 (windows of unequal size are not "
+               "supported)");
+}
+
+}  // namespace
+}  // namespace lazyjit
