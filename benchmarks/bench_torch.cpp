@@ -113,6 +113,46 @@ void linear_relu(benchmark::State& state, const torch::Device& device) {
   run_torch(state, device, linear_relu_ref(), [&] { return torch::relu(torch::addmm(bias, x, w)); });
 }
 
+void conv2d_fwd(benchmark::State& state, const torch::Device& device) {
+  using namespace bench::conv;
+  const torch::Tensor x = tensor(x_data(), {kN, kC, kH, kW}, device), w = tensor(w_data(), {kC, kC, kK, kK}, device);
+  const torch::Tensor b = tensor(bias_data(), {kC}, device);
+  run_torch(state, device, forward_ref(), [&] { return torch::conv2d(x, w, b, 1, 1); });
+}
+void conv2d_fwd_bwd(benchmark::State& state, const torch::Device& device) {
+  using namespace bench::conv;
+  torch::Tensor x = tensor(x_data(), {kN, kC, kH, kW}, device).requires_grad_(true);
+  torch::Tensor w = tensor(w_data(), {kC, kC, kK, kK}, device).requires_grad_(true);
+  const torch::Tensor b = tensor(bias_data(), {kC}, device), gy = tensor(gy_data(), {kN, kC, kH, kW}, device);
+  torch::Tensor y;  // kept live, so that the lazy device's step computes it too
+  run_torch(state, device, weight_grad_ref(), [&] {
+    x.mutable_grad().reset();
+    w.mutable_grad().reset();
+    y = torch::conv2d(x, w, b, 1, 1);
+    (y * gy).sum().backward();
+    return w.grad();
+  });
+}
+void embedding_fwd(benchmark::State& state, const torch::Device& device) {
+  using namespace bench::embed;
+  const torch::Tensor weight = tensor(weight_data(), {kVocab, kDim}, device);
+  const torch::Tensor tokens = torch::tensor(token_data(), torch::kInt64).reshape({kBatch, kSeq}).to(device);
+  run_torch(state, device, forward_ref(), [&] { return torch::embedding(weight, tokens); });
+}
+void embedding_fwd_bwd(benchmark::State& state, const torch::Device& device) {
+  using namespace bench::embed;
+  torch::Tensor weight = tensor(weight_data(), {kVocab, kDim}, device).requires_grad_(true);
+  const torch::Tensor tokens = torch::tensor(token_data(), torch::kInt64).reshape({kBatch, kSeq}).to(device);
+  const torch::Tensor gy = tensor(gy_data(), {kBatch, kSeq, kDim}, device);
+  torch::Tensor y;
+  run_torch(state, device, weight_grad_ref(), [&] {
+    weight.mutable_grad().reset();
+    y = torch::embedding(weight, tokens);
+    (y * gy).sum().backward();
+    return weight.grad();
+  });
+}
+
 void trace_overhead(benchmark::State& state, const torch::Device& device) {
   const std::vector<float>& data = bench::ew::input(bench::kTraceElems);
   std::vector<float> want(bench::kTraceElems);
@@ -365,6 +405,10 @@ TORCH_ROWS(linear_relu)
 TORCH_ROWS(trace_overhead)
 TORCH_ROWS(mlp_train_step)
 TORCH_ROWS(gpt_train_step)
+TORCH_ROWS(conv2d_fwd)
+TORCH_ROWS(conv2d_fwd_bwd)
+TORCH_ROWS(embedding_fwd)
+TORCH_ROWS(embedding_fwd_bwd)
 
 #define COMPILE_TIME_ROW(workload) \
   void BM_compile_time_##workload##_torch_lazy(benchmark::State& s) { compile_time_torch(s, #workload); }
@@ -434,6 +478,10 @@ TORCH_BENCH(linear_relu, benchmark::kMillisecond, 0.3);
 TORCH_BENCH(trace_overhead, benchmark::kMicrosecond, 0.1);
 TORCH_BENCH(mlp_train_step, benchmark::kMillisecond, 0.3);
 TORCH_BENCH(gpt_train_step, benchmark::kMillisecond, 0.5);
+TORCH_BENCH(conv2d_fwd, benchmark::kMillisecond, 0.5);
+TORCH_BENCH(conv2d_fwd_bwd, benchmark::kMillisecond, 0.5);
+TORCH_BENCH(embedding_fwd, benchmark::kMillisecond, 0.3);
+TORCH_BENCH(embedding_fwd_bwd, benchmark::kMillisecond, 0.3);
 
 LAZYJIT_BENCH(BM_recompiles_torch_lazy, benchmark::kMicrosecond, 0.1);
 

@@ -43,4 +43,23 @@ const std::vector<float>& b_data();
 Reference last_batch_ref();  ///< the result at batch kMaxBatch
 }  // namespace recompiles
 
+namespace conv {  // bench_conv.cpp: a ResNet 3x3 layer, conv2d(x, w, bias, padding 1) over NCHW
+inline constexpr int64_t kN = 8, kC = 64, kH = 56, kW = 56, kK = 3;
+const std::vector<float>& x_data();     ///< [kN, kC, kH, kW]
+const std::vector<float>& w_data();     ///< [kC, kC, kK, kK]
+const std::vector<float>& bias_data();  ///< [kC]
+const std::vector<float>& gy_data();    ///< the output's cotangent, [kN, kC, kH, kW]
+Reference forward_ref();                ///< the output
+Reference weight_grad_ref();            ///< d sum(out * gy) / dw
+}  // namespace conv
+
+namespace embed {  // bench_conv.cpp: embedding(weight[kVocab, kDim], tokens[kBatch, kSeq])
+inline constexpr int64_t kVocab = 50000, kDim = 512, kBatch = 16, kSeq = 512, kTokens = kBatch * kSeq;
+const std::vector<float>& weight_data();
+const std::vector<int64_t>& token_data();
+const std::vector<float>& gy_data();  ///< the output's cotangent, [kTokens, kDim]
+Reference forward_ref();              ///< the rows looked up
+Reference weight_grad_ref();          ///< d sum(out * gy) / dweight: gy's rows added at their tokens
+}  // namespace embed
+
 }  // namespace bench

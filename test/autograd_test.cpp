@@ -389,8 +389,8 @@ void add_view_cases(CaseTable& t) {
 
   // Sliding windows: convolution (input, weight and bias), pooling, and the two view rows.
   t.add("unfold", OpKind::Unfold, {{{2, 2, 5, 6}}}, [](const auto& x) { return unfold(x[0], {2, 3}, 1, 1, {2, 1}); });
-  t.add("unfold_transpose", OpKind::UnfoldTranspose, {{{2, 2, 8, 8}}}, [](const auto& x) {
-    // [N, groups, C/groups * kh*kw, OH*OW] of a [2, 4, 3, 5] input, 2x2 windows, stride 2x1, padding 1x0
+  t.add("unfold_transpose", OpKind::UnfoldTranspose, {{{2, 2, 8, 2, 4}}}, [](const auto& x) {
+    // [N, groups, C/groups * kh*kw, OH, OW] of a [2, 4, 3, 5] input, 2x2 windows, stride 2x1, padding 1x0
     const ir::Shape spread = {2, 4, 4, 3, 5};
     const ir::Node::Attrs attrs = {2, 2, 2, 2, 1, 1, 0, 1, 1};
     const auto node = ir::make_structured(OpKind::UnfoldTranspose, {x[0].impl()->ir_value()}, attrs, &spread);

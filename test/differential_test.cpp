@@ -357,6 +357,10 @@ TEST(Differential, ProductsFoldsViewsAndGathers) {
     const std::string name(dtype_name(dtype));
     expect_matches_interpreter({ir_of(relu(matmul(a, b) + bias))}, "relu(a @ b + bias) " + name);
     expect_matches_interpreter({ir_of(matmul(batched, b))}, "batched product " + name);
+    for (int64_t rows : {70, 97}) {  // one row block of all of A (up to 96 rows), then blocks of 48
+      const Tensor tall = detail::make_pending(random_leaf(rng, dtype, {rows, 53}, {-2, 2}));
+      expect_matches_interpreter({ir_of(matmul(tall, b) + bias)}, fmt::format("{}-row product {}", rows, name));
+    }
     expect_matches_interpreter({ir_of(matmul(transpose(b, 0, 1), transpose(a, 0, 1)))}, "product of transposes " + name);
     expect_matches_interpreter({ir_of(amax(a, {1})), ir_of(amin(a, {0})), ir_of(argmax(a, 1)), ir_of(argmax(a, 0))},
                                "extrema " + name);

@@ -198,8 +198,8 @@ Tensor unfold_transpose_backward(const Tensor& g, const Tensor& a, const ir::Nod
   ir::Node::Attrs attrs = node.attrs();
   attrs[0] = s[1] * kk;
   const Tensor windows = window_node(ir::OpKind::Unfold, reshape(g, {s[0], s[1] * kk, s[3], s[4]}), attrs);
-  const int64_t p = windows.shape()[3];
-  const Tensor diagonal = slice(reshape(windows, {s[0], s[1], kk * kk, p}), 2, 0, kk * kk, kk + 1);
+  const int64_t oh = windows.shape()[3], ow = windows.shape()[4];
+  const Tensor diagonal = slice(reshape(windows, {s[0], s[1], kk * kk, oh, ow}), 2, 0, kk * kk, kk + 1);
   return reshape(diagonal, a.shape());
 }
 

@@ -283,22 +283,22 @@ class Numbers final : public IndexArith {
 int64_t window_source(const Node& node, std::span<const int64_t> index, const Shape& in) {
   const Window w = Window::of(node.attrs());
   const int64_t kk = w.kh * w.kw;
-  if (node.op() == OpKind::Unfold) {  // [n, g, (c, i, j), (oh, ow)] of [N, C, H, W]
-    const int64_t per_group = in[1] / w.groups, ow_count = w.out_w(in[3]);
+  if (node.op() == OpKind::Unfold) {  // [n, g, (c, i, j), oh, ow] of [N, C, H, W]
+    const int64_t per_group = in[1] / w.groups;
     const int64_t c = index[1] * per_group + index[2] / kk, i = index[2] % kk / w.kw, j = index[2] % w.kw;
-    const int64_t h = index[3] / ow_count * w.sh - w.ph + i * w.dh, x = index[3] % ow_count * w.sw - w.pw + j * w.dw;
+    const int64_t h = index[3] * w.sh - w.ph + i * w.dh, x = index[4] * w.sw - w.pw + j * w.dw;
     if (h < 0 || h >= in[2] || x < 0 || x >= in[3]) return -1;
     return ((index[0] * in[1] + c) * in[2] + h) * in[3] + x;
   }
-  // unfold_transpose: [n, c, (i, j), h, w] of [N, groups, C/groups * kk, OH*OW]
+  // unfold_transpose: [n, c, (i, j), h, w] of [N, groups, C/groups * kk, OH, OW]
   const Shape& out = node.shape();
   const int64_t i = index[2] / w.kw, j = index[2] % w.kw;
   const int64_t th = index[3] + w.ph - i * w.dh, tw = index[4] + w.pw - j * w.dw;
-  const int64_t oh_count = w.out_h(out[3]), ow_count = w.out_w(out[4]);
+  const int64_t oh_count = in[3], ow_count = in[4];
   if (th < 0 || tw < 0 || th % w.sh != 0 || tw % w.sw != 0 || th / w.sh >= oh_count || tw / w.sw >= ow_count) return -1;
   const int64_t per_group = out[1] / w.groups;
-  const int64_t q = index[1] % per_group * kk + index[2], p = th / w.sh * ow_count + tw / w.sw;
-  return ((index[0] * in[1] + index[1] / per_group) * in[2] + q) * in[3] + p;
+  const int64_t q = index[1] % per_group * kk + index[2];
+  return (((index[0] * in[1] + index[1] / per_group) * in[2] + q) * in[3] + th / w.sh) * in[4] + tw / w.sw;
 }
 
 /// Views: each output element copies one operand element.

@@ -252,7 +252,7 @@ absl::StatusOr<Shape> unfold_shape(const Shape& in, const Node::Attrs& attrs) {
     return invalid(fmt::format("unfold: a {}x{} window (dilation {}x{}) is larger than the padded input {}x{}", w->kh,
                                w->kw, w->dh, w->dw, in[2] + 2 * w->ph, in[3] + 2 * w->pw));
   }
-  Shape out = {in[0], w->groups, in[1] / w->groups * w->kh * w->kw, oh * ow};
+  Shape out = {in[0], w->groups, in[1] / w->groups * w->kh * w->kw, oh, ow};
   if (absl::Status s = validate_dims("unfold", out); !s.ok()) return s;
   return out;
 }

@@ -174,21 +174,17 @@ Id GraphValues::window(int node, const Index& index) {
   auto c = [&](int64_t value) { return k_.index(value); };
   auto lt = [&](Id a, Id b) { return k_.op(OpKind::Lt, DType::Bool, {a, b}); };
   auto both = [&](Id a, Id b) { return k_.op(OpKind::LogicalAnd, DType::Bool, {a, b}); };
-  // The output extent for an input extent `in` (the shape check made it at least 1).
-  auto out_extent = [&](Id in, int64_t k, int64_t s, int64_t p, int64_t d) {
-    return k_.add(k_.div(k_.sub(k_.add(in, c(2 * p)), c(d * (k - 1) + 1)), c(s)), c(1));
-  };
   const int64_t kk = w.kh * w.kw;
   const Id zero = is_floating(n.dtype()) ? k_.float_constant(n.dtype(), 0) : k_.constant(n.dtype(), 0);
   if (n.op() == OpKind::Unfold) {
-    // [n, g, (c, i, j), (oh, ow)] reads [n, g * C/groups + c, oh*sh - ph + i*dh, ...]: the
-    // position in the padded input, then clamped into the input and selected.
+    // [n, g, (c, i, j), oh, ow] reads [n, g * C/groups + c, oh*sh - ph + i*dh, ...]: the
+    // position in the padded input (linear in ow: a unit-stride run when sw is 1), then
+    // clamped into the input and selected.
     const Id height = dim(operand, 2), width = dim(operand, 3);
-    const Id ow_count = out_extent(width, w.kw, w.sw, w.pw, w.dw);
     const Id window = k_.rem(dims[2], c(kk));
     const Id channel = k_.add(k_.mul(dims[1], k_.div(dim(operand, 1), c(w.groups))), k_.div(dims[2], c(kk)));
-    const Id padded_h = k_.add(k_.mul(k_.div(dims[3], ow_count), c(w.sh)), k_.mul(k_.div(window, c(w.kw)), c(w.dh)));
-    const Id padded_w = k_.add(k_.mul(k_.rem(dims[3], ow_count), c(w.sw)), k_.mul(k_.rem(window, c(w.kw)), c(w.dw)));
+    const Id padded_h = k_.add(k_.mul(dims[3], c(w.sh)), k_.mul(k_.div(window, c(w.kw)), c(w.dh)));
+    const Id padded_w = k_.add(k_.mul(dims[4], c(w.sw)), k_.mul(k_.rem(window, c(w.kw)), c(w.dw)));
     auto inside = [&](Id padded, int64_t pad, Id extent) {
       return both(k_.op(OpKind::Ge, DType::Bool, {padded, c(pad)}), lt(padded, k_.add(extent, c(pad))));
     };
@@ -199,9 +195,8 @@ Id GraphValues::window(int node, const Index& index) {
     return k_.select(both(inside(padded_h, w.ph, height), inside(padded_w, w.pw, width)), v, zero);
   }
   // unfold_transpose: [n, c, (i, j), h, w] reads [n, c / (C/groups), (c % (C/groups), i, j),
-  // (oh, ow)] where h + ph - i*dh = oh*sh exactly, with oh in range (likewise w), else 0.
-  const Id oh_count = out_extent(dim(node, 3), w.kh, w.sh, w.ph, w.dh);
-  const Id ow_count = out_extent(dim(node, 4), w.kw, w.sw, w.pw, w.dw);
+  // oh, ow] where h + ph - i*dh = oh*sh exactly, with oh in range (likewise w), else 0.
+  const Id oh_count = dim(operand, 3), ow_count = dim(operand, 4);
   auto source = [&](Id at, int64_t pad, Id offset, int64_t stride, Id count, Id& position) {
     const Id from = k_.add(at, c(pad));  // offset <= from where some window position reaches it
     const Id step = k_.max(k_.sub(from, offset), c(0));
@@ -215,7 +210,7 @@ Id GraphValues::window(int node, const Index& index) {
   const Id reached_w = source(dims[4], w.pw, k_.mul(k_.rem(dims[2], c(w.kw)), c(w.dw)), w.sw, ow_count, ow);
   const Id per_group = k_.div(dim(node, 1), c(w.groups));
   const Id row = k_.add(k_.mul(k_.rem(dims[1], per_group), c(kk)), dims[2]);
-  const Id v = at(operand, Index{{dims[0], k_.div(dims[1], per_group), row, k_.add(k_.mul(oh, ow_count), ow)}});
+  const Id v = at(operand, Index{{dims[0], k_.div(dims[1], per_group), row, oh, ow}});
   return k_.select(both(reached_h, reached_w), v, zero);
 }
 

@@ -67,33 +67,15 @@ class Matmul {
         const Id inside = c.k.op(OpKind::Lt, DType::Bool, {at, extent});
         c.k.store(buffer, c.k.add(base, c.k.add(c.k.mul(kk, c.i64(width)), lane)), c.k.select(inside, v, c.k.constant(c.v.dtype(operand), 0)));
       };
-      // Read A along its rows; B along its columns when it is a sliding window (a
-      // convolution's im2col view: a column's window origin, one division, is then
-      // computed once for all of K), else along its rows too (NR contiguous columns).
-      if (left || reads_window(operand)) {
+      if (left) {  // read A along its rows
         c.k.loop(c.i64(0), c.i64(width), [&](Id lane) { c.k.loop(c.i64(0), g.k, [&](Id kk) { element(kk, lane); }); });
-      } else {
+      } else {  // read B along its rows too: a panel row is NR contiguous columns
         c.k.loop(c.i64(0), g.k, [&](Id kk) { c.k.loop(c.i64(0), c.i64(width), [&](Id lane) { element(kk, lane); }); });
       }
     });
     const Id batch = c.v.numel(operand, 0, rank - 2);
     c.k.kernel().count = c.k.mul(batch, panels);
     c.k.kernel().work = c.k.mul(g.k, c.i64(width));
-  }
-
-  /// Whether the kernel evaluates `node` through an Unfold (not read back from a buffer).
-  bool reads_window(int node) const {
-    std::vector<bool> seen(c.graph.nodes.size(), false);
-    std::vector<int> stack = {node};
-    while (!stack.empty()) {
-      const int n = stack.back();
-      stack.pop_back();
-      if (seen[n] || c.plan.buffer_of[n] >= 0) continue;
-      seen[n] = true;
-      if (c.node(n).op() == OpKind::Unfold) return true;
-      for (int operand : c.graph.operands[n]) stack.push_back(operand);
-    }
-    return false;
   }
 
   /// Tiles of MB rows by NR columns: each MR-row block accumulates over all of K in
@@ -108,7 +90,13 @@ class Matmul {
     const int packed_b = c.v.buffer(temp_buffer_index(c.num_parameters, num_results, packed_temp(TempBuffer::Kind::PackedB)), dtype);
     const int tile = c.k.new_local(dtype, g.tile.mr * g.tile.nr);
     const Id col_panels = c.k.ceil_div(g.n, c.i64(g.tile.nr));
-    const Id row_blocks = c.k.ceil_div(g.m, c.i64(g.tile.mb));
+    // Rows per tile: MB, or all of a short A (up to 2 MB rows): B's panel, which a tile reads
+    // once per MR rows, then comes from memory once instead of once per block.
+    // (Index arithmetic alone, for the launch geometry: short is 1 when M <= 2 MB, else 0.)
+    const Id whole = c.k.mul(c.k.ceil_div(g.m, c.i64(g.tile.mr)), c.i64(g.tile.mr));
+    const Id is_short = c.k.sub(c.i64(1), c.k.min(c.k.div(g.m, c.i64(2 * g.tile.mb + 1)), c.i64(1)));
+    const Id mb = c.k.max(c.i64(g.tile.mb), c.k.mul(whole, is_short));
+    const Id row_blocks = c.k.ceil_div(g.m, mb);
     const Id a_panels = c.k.ceil_div(g.m, c.i64(g.tile.mr));
     c.k.loop(c.k.begin(), c.k.end(), [&](Id t) {
       const Id panel = c.k.rem(t, col_panels);
@@ -119,16 +107,16 @@ class Matmul {
       c.v.unravel_into(g.product, batch, 0, g.rank - 2, out);
       const Id a_batch = batch_of(g.a, g.a_rank, out, g.rank);
       const Id b_batch = batch_of(g.b, g.b_rank, out, g.rank);
-      const Id row0 = c.k.mul(block, c.i64(g.tile.mb));
+      const Id row0 = c.k.mul(block, mb);
       const Id col0 = c.k.mul(panel, c.i64(g.tile.nr));
-      const Id rows = c.k.min(c.i64(g.tile.mb), c.k.sub(g.m, row0));
+      const Id rows = c.k.min(mb, c.k.sub(g.m, row0));
       const Id cols = c.k.min(c.i64(g.tile.nr), c.k.sub(g.n, col0));
       c.k.loop(c.i64(0), c.k.ceil_div(rows, c.i64(g.tile.mr)), [&](Id micro) {
         kir::MicroKernel step{.a = packed_a, .b = packed_b, .tile = tile, .packed_a = packed_a_temp >= 0, .k = g.k};
         step.b_base = c.k.mul(c.k.mul(c.k.add(c.k.mul(b_batch, col_panels), panel), g.k), c.i64(g.tile.nr));
         const Id first_row = c.k.add(row0, c.k.mul(micro, c.i64(g.tile.mr)));
         if (step.packed_a) {
-          const Id a_panel = c.k.add(c.k.mul(a_batch, a_panels), c.k.add(c.k.mul(block, c.i64(g.tile.mb / g.tile.mr)), micro));
+          const Id a_panel = c.k.add(c.k.mul(a_batch, a_panels), c.k.add(c.k.div(row0, c.i64(g.tile.mr)), micro));
           step.a_rows.push_back(c.k.mul(c.k.mul(a_panel, g.k), c.i64(g.tile.mr)));
         } else {  // each of the MR rows of A in place (clamped to the last; its results are not stored)
           for (int64_t r = 0; r < g.tile.mr; ++r) {
@@ -141,7 +129,7 @@ class Matmul {
       });
     });
     c.k.kernel().count = c.k.mul(c.k.mul(c.v.numel(g.product, 0, g.rank - 2), row_blocks), col_panels);
-    c.k.kernel().work = c.k.mul(c.k.max(g.k, c.i64(1)), c.i64(g.tile.mb * g.tile.nr));
+    c.k.kernel().work = c.k.mul(c.k.mul(c.k.max(g.k, c.i64(1)), mb), c.i64(g.tile.nr));
   }
 
   /// The temporary holding this product's packed operand, or -1 (A read in place).

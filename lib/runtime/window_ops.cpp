@@ -36,7 +36,7 @@ void check_window_args(std::string_view op, Size2 stride, Size2 padding, Size2 d
   }
 }
 
-/// The sliding-window view of `x` ([N, C, H, W]): [N, groups, C/groups * kh*kw, OH*OW]; its
+/// The sliding-window view of `x` ([N, C, H, W]): [N, groups, C/groups * kh*kw, OH, OW]; its
 /// shape errors are named after `op`.
 Tensor window_view(std::string_view op, const Tensor& x, int64_t groups, Size2 kernel, Size2 stride, Size2 padding,
                    Size2 dilation) {
@@ -56,13 +56,7 @@ Tensor window_view(std::string_view op, const Tensor& x, int64_t groups, Size2 k
   return detail::make_pending(*std::move(view));
 }
 
-/// The output's spatial extents for `x`'s, as the view computed them.
-std::pair<int64_t, int64_t> out_extent(const Tensor& x, Size2 kernel, Size2 stride, Size2 padding, Size2 dilation) {
-  return {ir::Window::out(x.shape()[2], kernel.h, stride.h, padding.h, dilation.h),
-          ir::Window::out(x.shape()[3], kernel.w, stride.w, padding.w, dilation.w)};
-}
-
-/// A pooling's window over each channel of `x`: [N, C, kh*kw, OH*OW], and its output shape.
+/// A pooling's window over each channel of `x`: [N, C, kh*kw, OH, OW].
 Tensor pool_view(std::string_view op, const Tensor& x, Size2 kernel, Size2 stride, Size2 padding) {
   if (padding.h * 2 > kernel.h || padding.w * 2 > kernel.w) {
     throw Error(fmt::format("{}: padding {}x{} should be at most half the kernel size {}x{}", op, padding.h, padding.w,
@@ -75,7 +69,7 @@ Tensor pool_view(std::string_view op, const Tensor& x, Size2 kernel, Size2 strid
 
 Tensor unfold(const Tensor& x, Size2 kernel_size, Size2 dilation, Size2 padding, Size2 stride) {
   const Tensor view = window_view("unfold", x, 1, kernel_size, stride, padding, dilation);
-  return reshape(view, {view.shape()[0], view.shape()[2], view.shape()[3]});
+  return reshape(view, {view.shape()[0], view.shape()[2], view.shape()[3] * view.shape()[4]});
 }
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 stride, Size2 padding, Size2 dilation,
@@ -106,11 +100,13 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 s
   }
   const Size2 kernel{weight.shape()[2], weight.shape()[3]};
   const Tensor view = window_view("conv2d", x, groups, kernel, stride, padding, dilation);
-  const auto [oh, ow] = out_extent(x, kernel, stride, padding, dilation);
-  // [groups, O/groups, C/groups * kh*kw] @ [N, groups, C/groups * kh*kw, OH*OW]
-  Tensor out = matmul(reshape(weight, {groups, out_channels / groups, view.shape()[2]}), view);
+  const int64_t oh = view.shape()[3], ow = view.shape()[4];
+  // [groups, O/groups, C/groups * kh*kw] @ [N, OH, groups, C/groups * kh*kw, OW]: a product per
+  // output row, whose columns (ow) read the input at unit stride when the stride is 1; the
+  // bias is its epilogue, and one pass puts the rows in NCHW order.
+  Tensor out = matmul(reshape(weight, {groups, out_channels / groups, view.shape()[2]}), permute(view, {0, 3, 1, 2, 4}));
   if (bias.defined()) out = out + reshape(bias.to(out.dtype()), {groups, out_channels / groups, 1});
-  return reshape(out, {x.shape()[0], out_channels, oh, ow});
+  return reshape(permute(out, {0, 2, 3, 1, 4}), {x.shape()[0], out_channels, oh, ow});
 }
 
 Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride, int64_t padding,
@@ -140,8 +136,7 @@ Tensor max_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> strid
   // The first maximum of each window (NaN counts as the maximum), gathered: its gradient
   // goes to that element alone, as PyTorch's.
   const Tensor picked = gather(view, 2, argmax(view, 2, /*keepdim=*/true));
-  const auto [oh, ow] = out_extent(x, kernel_size, step, padding, 1);
-  return reshape(picked, {x.shape()[0], x.shape()[1], oh, ow});
+  return reshape(picked, {x.shape()[0], x.shape()[1], view.shape()[3], view.shape()[4]});
 }
 
 Tensor avg_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> stride, Size2 padding,
@@ -150,12 +145,12 @@ Tensor avg_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> strid
   if (x.dim() == 3) return squeeze(avg_pool2d(unsqueeze(x, 0), kernel_size, stride, padding, count_include_pad), 0);
   if (!is_floating(x.dtype())) throw Error(fmt::format("avg_pool2d: expected a float input, got {}", dtype_name(x.dtype())));
   const Size2 step = stride.value_or(kernel_size);
-  const Tensor summed = sum(pool_view("avg_pool2d", x, kernel_size, step, padding), {2});
+  const Tensor view = pool_view("avg_pool2d", x, kernel_size, step, padding);
+  const Tensor summed = sum(view, {2});
   const Tensor count = count_include_pad || (padding.h == 0 && padding.w == 0)
                            ? full({}, static_cast<double>(kernel_size.h * kernel_size.w), x.dtype())
                            : sum(window_view("avg_pool2d", ones(x.shape(), x.dtype()), x.shape()[1], kernel_size, step, padding, 1), {2});
-  const auto [oh, ow] = out_extent(x, kernel_size, step, padding, 1);
-  return reshape(summed / count, {x.shape()[0], x.shape()[1], oh, ow});
+  return reshape(summed / count, {x.shape()[0], x.shape()[1], view.shape()[3], view.shape()[4]});
 }
 
 Tensor adaptive_avg_pool2d(const Tensor& x, Size2 output_size) {
