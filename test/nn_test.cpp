@@ -297,6 +297,35 @@ TEST(NnTest, LinearIsSeededMaterialisedAndChecksItsInput) {
   EXPECT_THAT([&] { nn::Linear(0, 3, 1); }, ThrowsMessage<Error>(HasSubstr("Linear: features must be positive")));
 }
 
+TEST(NnTest, EmbeddingConv2dLayerNormAndMaxPool2dLayers) {
+  const nn::Embedding table(10, 4, /*seed=*/3);
+  EXPECT_EQ(table.weight.shape(), (std::vector<int64_t>{10, 4}));
+  EXPECT_TRUE(table.weight.requires_grad());
+  const std::vector<float> rows = table(Tensor::from_vector<int64_t>({7, 7, 2}, {3})).to_vector<float>();
+  const std::vector<float> w = table.weight.to_vector<float>();
+  EXPECT_EQ(std::vector<float>(rows.begin(), rows.begin() + 4), std::vector<float>(w.begin() + 28, w.begin() + 32));
+  EXPECT_EQ(std::vector<float>(rows.begin() + 8, rows.end()), std::vector<float>(w.begin() + 8, w.begin() + 12));
+
+  const nn::Conv2d conv(4, 6, 3, /*seed=*/5, /*stride=*/1, /*padding=*/1, 1, /*groups=*/2);
+  EXPECT_EQ(conv.weight.shape(), (std::vector<int64_t>{6, 2, 3, 3}));
+  EXPECT_EQ(conv.parameters().size(), 2u);
+  for (float v : conv.weight.to_vector<float>()) EXPECT_LE(std::fabs(v), 1 / std::sqrt(18.0f));  // fan_in 2*3*3
+  const Tensor x = randn({2, 4, 5, 5}, 9);
+  EXPECT_EQ(conv(x).to_vector<float>(), conv2d(x, conv.weight, conv.bias, 1, 1, 1, 2).to_vector<float>());
+  EXPECT_EQ(nn::Conv2d(4, 6, {1, 3}, 5, 1, 0, 1, 1, /*bias=*/false).parameters().size(), 1u);
+  EXPECT_THAT([&] { nn::Conv2d(4, 6, 3, 5, 1, 0, 1, 3); },
+              ThrowsMessage<Error>(HasSubstr("Conv2d: groups 3 must divide 4 input and 6 output channels")));
+
+  const nn::LayerNorm norm({5});
+  EXPECT_EQ(norm(x).to_vector<float>(), layer_norm(x, 1, norm.weight, norm.bias).to_vector<float>());
+  EXPECT_THAT([&] { norm(zeros({2, 4})); },
+              ThrowsMessage<Error>(HasSubstr("LayerNorm([5]): input float32[2, 4] must end with the normalised shape")));
+
+  const nn::MaxPool2d pool(2);
+  EXPECT_EQ(pool(x).shape(), (std::vector<int64_t>{2, 4, 2, 2}));
+  EXPECT_EQ(pool(x).to_vector<float>(), max_pool2d(x, 2).to_vector<float>());
+}
+
 TEST(NnTest, ATrainingStepIsOneGraphWithOneDonationPerBuffer) {
   // Two layers and Adam: 4 parameters and 8 state buffers are written in place every step;
   // the loss is read with item() before backward(), as PyTorch users do.

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "lazyjit/dtype.h"
+#include "lazyjit/ops.h"
 #include "lazyjit/tensor.h"
 
 namespace lazyjit::nn {
@@ -99,6 +101,64 @@ class Linear {
  private:
   int64_t in_features_;
   int64_t out_features_;
+};
+
+/// A lookup table, as PyTorch's nn.Embedding: weight [num_embeddings, embedding_dim], drawn
+/// from N(0, 1) by `seed`; its gradient is an index_add of the rows looked up (no one-hot).
+class Embedding {
+ public:
+  Embedding(int64_t num_embeddings, int64_t embedding_dim, uint64_t seed, DType dtype = DType::Float32);
+  /// indices (int32 or int64, any shape): indices.shape + [embedding_dim].
+  Tensor operator()(const Tensor& indices) const;
+  std::vector<Tensor> parameters() const { return {weight}; }
+
+  Tensor weight;
+};
+
+/// A 2-D convolution over NCHW, as PyTorch's nn.Conv2d: weight [out, in / groups, kh, kw] and
+/// bias [out], both uniform in +-1/sqrt(in / groups * kh * kw) from `seed`.
+class Conv2d {
+ public:
+  Conv2d(int64_t in_channels, int64_t out_channels, Size2 kernel_size, uint64_t seed, Size2 stride = 1,
+         Size2 padding = 0, Size2 dilation = 1, int64_t groups = 1, bool bias = true, DType dtype = DType::Float32);
+  Tensor operator()(const Tensor& x) const;
+  /// weight, then bias when there is one.
+  std::vector<Tensor> parameters() const;
+
+  Tensor weight;
+  Tensor bias;  ///< undefined when constructed with bias = false
+
+ private:
+  Size2 stride_, padding_, dilation_;
+  int64_t groups_;
+};
+
+/// Layer normalisation over the last dims, as PyTorch's nn.LayerNorm: weight 1 and bias 0 of
+/// `normalized_shape`.
+class LayerNorm {
+ public:
+  explicit LayerNorm(std::vector<int64_t> normalized_shape, double eps = 1e-5, DType dtype = DType::Float32);
+  Tensor operator()(const Tensor& x) const;
+  std::vector<Tensor> parameters() const { return {weight, bias}; }
+
+  Tensor weight, bias;
+
+ private:
+  std::vector<int64_t> normalized_shape_;
+  double eps_;
+};
+
+/// max_pool2d as a layer (stride: the kernel size by default).
+class MaxPool2d {
+ public:
+  explicit MaxPool2d(Size2 kernel_size, std::optional<Size2> stride = std::nullopt, Size2 padding = 0)
+      : kernel_size_(kernel_size), stride_(stride), padding_(padding) {}
+  Tensor operator()(const Tensor& x) const { return max_pool2d(x, kernel_size_, stride_, padding_); }
+
+ private:
+  Size2 kernel_size_;
+  std::optional<Size2> stride_;
+  Size2 padding_;
 };
 
 }  // namespace lazyjit::nn

@@ -224,4 +224,79 @@ std::vector<Tensor> Linear::parameters() const {
   return {weight};
 }
 
+Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim, uint64_t seed, DType dtype) {
+  if (num_embeddings <= 0 || embedding_dim <= 0) {
+    throw Error(fmt::format("Embedding: sizes must be positive, got num_embeddings {} and embedding_dim {}",
+                            num_embeddings, embedding_dim));
+  }
+  if (!is_floating(dtype)) throw Error(fmt::format("Embedding: dtype {} is not a float dtype", dtype_name(dtype)));
+  weight = randn({num_embeddings, embedding_dim}, derived_seed(seed, 0), dtype);
+  sync({weight});
+  weight.requires_grad_();
+}
+
+Tensor Embedding::operator()(const Tensor& indices) const {
+  check_defined("Embedding", "the indices", indices);
+  return embedding(weight, indices);
+}
+
+Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, Size2 kernel_size, uint64_t seed, Size2 stride, Size2 padding,
+               Size2 dilation, int64_t groups, bool bias, DType dtype)
+    : stride_(stride), padding_(padding), dilation_(dilation), groups_(groups) {
+  if (in_channels <= 0 || out_channels <= 0 || kernel_size.h <= 0 || kernel_size.w <= 0) {
+    throw Error(fmt::format("Conv2d: channels and kernel size must be positive, got {} -> {} channels, {}x{}",
+                            in_channels, out_channels, kernel_size.h, kernel_size.w));
+  }
+  if (groups <= 0 || in_channels % groups != 0 || out_channels % groups != 0) {
+    throw Error(fmt::format("Conv2d: groups {} must divide {} input and {} output channels", groups, in_channels,
+                            out_channels));
+  }
+  if (!is_floating(dtype)) throw Error(fmt::format("Conv2d: dtype {} is not a float dtype", dtype_name(dtype)));
+  const int64_t fan_in = in_channels / groups * kernel_size.h * kernel_size.w;
+  const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));  // PyTorch's kaiming_uniform(a = sqrt(5))
+  auto uniform = [&](std::vector<int64_t> shape, uint64_t stream) {
+    return (rand(std::move(shape), derived_seed(seed, stream), dtype) * 2.0 - 1.0) * bound;
+  };
+  weight = uniform({out_channels, in_channels / groups, kernel_size.h, kernel_size.w}, 0);
+  if (bias) this->bias = uniform({out_channels}, 1);
+  sync(parameters());
+  weight.requires_grad_();
+  if (bias) this->bias.requires_grad_();
+}
+
+std::vector<Tensor> Conv2d::parameters() const {
+  if (bias.defined()) return {weight, bias};
+  return {weight};
+}
+
+Tensor Conv2d::operator()(const Tensor& x) const {
+  check_defined("Conv2d", "the input", x);
+  return conv2d(x, weight, bias, stride_, padding_, dilation_, groups_);
+}
+
+LayerNorm::LayerNorm(std::vector<int64_t> normalized_shape, double eps, DType dtype)
+    : normalized_shape_(std::move(normalized_shape)), eps_(eps) {
+  if (normalized_shape_.empty()) throw Error("LayerNorm: normalized_shape must name at least one dim");
+  for (int64_t d : normalized_shape_) {
+    if (d <= 0) throw Error(fmt::format("LayerNorm: normalized_shape [{}] must be positive", fmt::join(normalized_shape_, ", ")));
+  }
+  if (!is_floating(dtype)) throw Error(fmt::format("LayerNorm: dtype {} is not a float dtype", dtype_name(dtype)));
+  weight = ones(normalized_shape_, dtype);
+  bias = zeros(normalized_shape_, dtype);
+  sync({weight, bias});
+  weight.requires_grad_();
+  bias.requires_grad_();
+}
+
+Tensor LayerNorm::operator()(const Tensor& x) const {
+  check_defined("LayerNorm", "the input", x);
+  const int64_t n = static_cast<int64_t>(normalized_shape_.size());
+  const std::vector<int64_t> shape = x.shape();
+  if (static_cast<int64_t>(shape.size()) < n || !std::equal(normalized_shape_.begin(), normalized_shape_.end(), shape.end() - n)) {
+    throw Error(fmt::format("LayerNorm([{}]): input {} must end with the normalised shape", fmt::join(normalized_shape_, ", "),
+                            describe(x)));
+  }
+  return layer_norm(x, n, weight, bias, eps_);
+}
+
 }  // namespace lazyjit::nn
