@@ -326,6 +326,27 @@ TEST(NnTest, EmbeddingConv2dLayerNormAndMaxPool2dLayers) {
   EXPECT_EQ(pool(x).to_vector<float>(), max_pool2d(x, 2).to_vector<float>());
 }
 
+// The update of an embedding reads its gradient, an index_add, back from memory: the
+// scatter's kernel checked the indices, so the update may still take over the weight's buffer.
+TEST(NnTest, AnEmbeddingsUpdateTakesOverItsBuffer) {
+  nn::Embedding table(10, 4, /*seed=*/3);
+  optim::SGD opt(table.parameters(), {.lr = 0.5});
+  const Tensor tokens = Tensor::from_vector<int64_t>({1, 7, 1}, {3});
+  const std::vector<float> before = table.weight.to_vector<float>();
+  for (int step = 0; step < 2; ++step) {
+    sum(table(tokens)).backward();
+    opt.step();
+    opt.zero_grad();
+    const int64_t donations = metrics().donations;
+    mark_step();
+    EXPECT_EQ(metrics().donations - donations, 1) << "step " << step;
+  }
+  const std::vector<float> after = table.weight.to_vector<float>();
+  EXPECT_FLOAT_EQ(after[4], before[4] - 2.0f);  // row 1, looked up twice per step, twice: 2 * 2 * 0.5
+  EXPECT_FLOAT_EQ(after[28], before[28] - 1.0f);  // row 7
+  EXPECT_FLOAT_EQ(after[0], before[0]);
+}
+
 TEST(NnTest, ATrainingStepIsOneGraphWithOneDonationPerBuffer) {
   // Two layers and Adam: 4 parameters and 8 state buffers are written in place every step;
   // the loss is read with item() before backward(), as PyTorch users do.

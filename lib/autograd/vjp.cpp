@@ -63,7 +63,14 @@ Tensor mT(const Tensor& t) { return transpose(t, -1, -2); }
 Tensor matmul_left(const Tensor& g, const Tensor& a, const Tensor& b) {
   return is_transposed_view(a) ? mT(matmul(b, mT(g))) : matmul(g, mT(b));
 }
+/// A rank-2 right operand shared by a batch of left ones (a Linear layer over [batch, seq,
+/// features]): the batch rows are more rows of one product, a^T @ g over all of them, instead
+/// of a product per batch element summed afterwards.
 Tensor matmul_right(const Tensor& g, const Tensor& a, const Tensor& b) {
+  if (b.dim() == 2 && a.dim() > 2) {
+    const Tensor rows = reshape(a, {-1, a.shape().back()}), grads = reshape(g, {-1, g.shape().back()});
+    return is_transposed_view(b) ? mT(matmul(mT(grads), rows)) : matmul(mT(rows), grads);
+  }
   return is_transposed_view(b) ? mT(matmul(mT(g), a)) : matmul(mT(a), g);
 }
 

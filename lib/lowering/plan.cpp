@@ -73,10 +73,14 @@ void plan_donation_candidates(const ir::Graph& graph, KernelPlan& plan) {
     if (checks[k] < 0) {
       if (regions[k].empty()) regions[k] = region_of(graph, plan, kernels[k]);
       checks[k] = 0;
+      const KernelSpec& spec = kernels[k];
       for (size_t n = 0; n < graph.nodes.size() && checks[k] == 0; ++n) {
         const ir::Node& node = *graph.nodes[n];
-        checks[k] = regions[k][n] && (ir::indexes_by_data(node.op()) ||
-                                      (ir::divides(node.op()) && !is_floating(node.dtype())));
+        const int i = static_cast<int>(n);
+        // A scatter read back from its own kernel's output was checked there.
+        const bool read_back = plan.buffer_of[n] >= 0 && i != spec.cut && std::ranges::find(spec.stages, i) == spec.stages.end();
+        checks[k] = regions[k][n] && !read_back &&
+                    (ir::indexes_by_data(node.op()) || (ir::divides(node.op()) && !is_floating(node.dtype())));
       }
     }
     return checks[k] == 1;
