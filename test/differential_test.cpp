@@ -374,6 +374,10 @@ TEST(Differential, ProductsFoldsViewsAndGathers) {
                                 ir_of(cat({slice(a, 1, 3, 50, 4), slice(b, 0, 10, 47), transpose(slice(a, 1, 0, 37), 0, 1)}, 1)),
                                 ir_of(flip(a, {0, 1}) * 2), ir_of(flip(transpose(b, 0, 1), {1}))},
                                "gathers and views " + name);
+    const Tensor tokens = Tensor::from_vector<int32_t>({36, 0, 5, 5, 17, 2, 9, 1, 0, 36, 12, 3}, {3, 4});
+    expect_matches_interpreter({ir_of(embedding(a, tokens)), ir_of(embedding(a, Tensor::from_vector<int64_t>({7}, {}))),
+                                ir_of(embedding(a, tokens) * 2 + 1)},
+                               "embeddings " + name);
   }
 }
 

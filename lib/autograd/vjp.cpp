@@ -125,7 +125,10 @@ std::vector<Tensor> cat_backward(const Tensor& g, const ir::Node& node) {
 /// The cotangent of index_select's operand: slice i of g added into slice index[i] along the
 /// dim (repeated indices add up in order): an index_add, O(g) work, no one-hot.
 Tensor index_select_backward(const Tensor& g, const Tensor& a, const Tensor& index, const ir::Node& node) {
-  return index_add(zeros(a.shape(), g.dtype()), node.attrs()[0], index, g);
+  const int64_t dim = node.attrs()[0];
+  std::vector<int64_t> rows = a.shape();  // g with the index's dims as one
+  rows[dim] = index.numel();
+  return index_add(zeros(a.shape(), g.dtype()), dim, reshape(index, {-1}), reshape(g, rows));
 }
 
 /// `t` with zeros after it along each dim where it is shorter than `shape`.

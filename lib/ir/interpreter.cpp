@@ -330,13 +330,17 @@ HostTensor eval_view(const Node& node, const std::vector<const HostTensor*>& arg
     switch (node.op()) {
       case OpKind::Reshape: break;
       case OpKind::IndexSelect:
-      case OpKind::Gather: {  // the index of element i: index[dim] of the rank-1 indices, or i of b's shape
-        const int64_t dim = node.attrs()[0];
+      case OpKind::Gather: {  // the index of element i: i of b's shape (gather), or its dims
+        const int64_t dim = node.attrs()[0];  // [dim, dim + b's rank) (index_select)
         const HostTensor& indices = *args[1];
-        const int64_t k = node.op() == OpKind::Gather ? i : index[dim];
+        const int64_t span = node.op() == OpKind::Gather ? 1 : static_cast<int64_t>(indices.shape.size());
+        const int64_t k = node.op() == OpKind::Gather
+                              ? i
+                              : ravel(std::span(index).subspan(dim, span), indices.shape);
         const int64_t at = indices.dtype == DType::Int32 ? get<int32_t>(indices, k) : get<int64_t>(indices, k);
         if (at < 0 || at >= source->shape[dim]) throw Error(index_error(node.op(), node.attrs(), at, source->shape[dim]));
-        index[dim] = at;
+        index.erase(index.begin() + dim, index.begin() + dim + span);
+        index.insert(index.begin() + dim, at);
         from = ravel(index, source->shape);
         break;
       }

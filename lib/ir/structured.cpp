@@ -142,11 +142,10 @@ absl::StatusOr<Shape> index_select_shape(const Shape& in, const Shape& index, co
   if (dim < 0 || dim >= static_cast<int64_t>(in.size())) {
     return invalid(fmt::format("index_select: dim {} is out of range for a tensor of rank {}", dim, in.size()));
   }
-  if (index.size() != 1) {
-    return invalid(fmt::format("index_select: the index must have rank 1, got shape {}", shape_to_string(index)));
-  }
-  Shape out = in;
-  out[dim] = index[0];
+  Shape out(in.begin(), in.begin() + dim);  // the index's dims replace dim
+  out.insert(out.end(), index.begin(), index.end());
+  out.insert(out.end(), in.begin() + dim + 1, in.end());
+  if (absl::Status s = validate_dims("index_select", out); !s.ok()) return s;
   return out;
 }
 

@@ -223,11 +223,15 @@ Id GraphValues::view(int node, const Index& index) {
     case OpKind::Gather: {
       // The index is read and checked against the operand's dim before any element is read
       // at it: an index out of range fails the kernel (its status word), never reads memory.
-      // IndexSelect's indices are a vector along dim; Gather's have the result's shape.
+      // Gather's indices have the result's shape; IndexSelect's take its dims [d, d + their rank).
       Index in{dims_of(node, index)};
       const int d = static_cast<int>(n.attrs()[0]);
-      const Index at_index = n.op() == OpKind::Gather ? index : Index{{in.dims[d]}};
-      in.dims[d] = checked_index(node, at(graph_.operands[node][1], at_index), operand, d);
+      const int span = n.op() == OpKind::Gather ? 1 : graph_.nodes[graph_.operands[node][1]]->rank();
+      const Index at_index =
+          n.op() == OpKind::Gather ? index : Index{std::vector<Id>(in.dims.begin() + d, in.dims.begin() + d + span)};
+      const Id picked = checked_index(node, at(graph_.operands[node][1], at_index), operand, d);
+      in.dims.erase(in.dims.begin() + d, in.dims.begin() + d + span);
+      in.dims.insert(in.dims.begin() + d, picked);
       return at(operand, in);
     }
     case OpKind::OneHot: {  // 1 where the last index is the operand's element, checked first

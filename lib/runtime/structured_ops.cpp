@@ -498,6 +498,9 @@ Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index) {
   if (x->rank() == 0) throw Error("index_select: a rank-0 tensor has no dim to select along");
   const int64_t d = wrap_dim("index_select", dim, x->rank());
   if (i->rank() == 0) i = reshape_node(std::move(i), {1});
+  if (i->rank() != 1) {
+    throw Error(fmt::format("index_select: the index must have rank 1, got shape {}", ir::shape_to_string(i->shape())));
+  }
   return pending(check(ir::make_structured(OpKind::IndexSelect, {std::move(x), std::move(i)}, {d})));
 }
 
@@ -549,10 +552,8 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
   if (i->dtype() != DType::Int32 && i->dtype() != DType::Int64) {
     throw Error(fmt::format("embedding: indices must be int32 or int64, got {}", dtype_name(i->dtype())));
   }
-  std::vector<int64_t> shape(i->shape().begin(), i->shape().end());
-  shape.push_back(w->shape()[1]);
-  const Tensor rows = index_select(weight, 0, reshape(indices, {-1}));
-  return reshape(rows, shape);
+  // The rows at indices of any shape, one node: the lookup's kernel reads an index per row.
+  return pending(check(ir::make_structured(OpKind::IndexSelect, {std::move(w), std::move(i)}, {0})));
 }
 
 namespace {
