@@ -224,7 +224,9 @@ class TorchGpt {
  public:
   explicit TorchGpt(const torch::Device& device) : device_(device) {
     using namespace bench::gpt;
-    x_ = tensor(one_hot(), {kTokens, kVocab}, device);
+    std::vector<int64_t> ids(kTokens);
+    for (int64_t t = 0; t < kTokens; ++t) ids[t] = input_id(t);
+    x_ = torch::from_blob(ids.data(), {kBatch, kSeq}, torch::kInt64).clone().to(device);
     std::vector<int64_t> y = targets();
     y_ = torch::from_blob(y.data(), {kTokens}, torch::kInt64).clone().to(device);
     const torch::Tensor positions = torch::arange(kSeq, torch::kInt64);
@@ -247,7 +249,7 @@ class TorchGpt {
   torch::Tensor loss() const {
     using namespace bench::gpt;
     const std::vector<torch::Tensor>& p = params_;
-    torch::Tensor h = (torch::matmul(x_, p[kEmb]).view({kBatch, kSeq, kModel}) + p[kPos]).view({kTokens, kModel});
+    torch::Tensor h = (torch::embedding(p[kEmb], x_) + p[kPos]).view({kTokens, kModel});
     for (int64_t l = 0; l < kLayers; ++l) h = block(h, l);
     const torch::Tensor logits = torch::matmul(torch::layer_norm(h, {kModel}, p[kLnfG], p[kLnfB], kEps), p[kHead]);
     return torch::nn::functional::cross_entropy(logits, y_);

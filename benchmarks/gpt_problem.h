@@ -1,6 +1,6 @@
 // The gpt_train_step problem every system runs: a small GPT (2 pre-LayerNorm blocks of causal
 // 4-head self-attention and a 4x GELU MLP, d_model 128, 64 tokens, batch 16, 256-token
-// vocabulary, one-hot token embedding plus a learned positional one, untied head) trained by
+// vocabulary, a token embedding lookup plus a learned positional one, untied head) trained by
 // next-token softmax cross-entropy and Adam on one fixed batch from fixed initial weights; the
 // checks its losses must pass; and the lazyjit step (forward, backward by autograd and Adam in
 // one mark_step).
@@ -39,7 +39,13 @@ inline const std::vector<int64_t>& sequences() {
 inline int64_t input_id(int64_t token) { return sequences()[token / kSeq * (kSeq + 1) + token % kSeq]; }
 inline int64_t target_id(int64_t token) { return sequences()[token / kSeq * (kSeq + 1) + token % kSeq + 1]; }
 
-/// The inputs one-hot, [kTokens, kVocab]: the token embedding is one_hot @ w_emb.
+/// The input ids, [kTokens] (the rows of the embedding the model looks up).
+inline std::vector<int64_t> input_ids() {
+  std::vector<int64_t> ids(kTokens);
+  for (int64_t t = 0; t < kTokens; ++t) ids[t] = input_id(t);
+  return ids;
+}
+/// The inputs one-hot, [kTokens, kVocab] (the reference's embedding: one_hot @ w_emb).
 inline std::vector<float> one_hot() {
   std::vector<float> x(kTokens * kVocab, 0.0f);
   for (int64_t t = 0; t < kTokens; ++t) x[t * kVocab + input_id(t)] = 1.0f;
@@ -118,11 +124,11 @@ inline std::string compare_losses(const std::vector<double>& got, const std::vec
 /// mark_step.
 struct LazyGpt {
   using Tensor = lazyjit::Tensor;
-  Tensor x, y;
+  Tensor x, y;  ///< the input ids [kBatch, kSeq], the targets [kTokens]
   std::vector<Tensor> params;
   lazyjit::optim::Adam adam;
 
-  LazyGpt() : x(Tensor::from_vector<float>(one_hot(), {kTokens, kVocab})),
+  LazyGpt() : x(Tensor::from_vector<int64_t>(input_ids(), {kBatch, kSeq})),
               y(Tensor::from_vector<int64_t>(targets(), {kTokens})), params(make_params()), adam(params, {.lr = kLr}) {}
 
   static std::vector<Tensor> make_params() {
@@ -134,7 +140,7 @@ struct LazyGpt {
   /// The mean next-token cross-entropy of the batch.
   Tensor loss() const {
     using lazyjit::matmul, lazyjit::reshape, lazyjit::layer_norm;
-    Tensor h = reshape(reshape(matmul(x, params[kEmb]), {kBatch, kSeq, kModel}) + params[kPos], {kTokens, kModel});
+    Tensor h = reshape(lazyjit::embedding(params[kEmb], x) + params[kPos], {kTokens, kModel});
     for (int64_t l = 0; l < kLayers; ++l) h = block(h, l);
     const Tensor logits = matmul(layer_norm(h, 1, params[kLnfG], params[kLnfB], kEps), params[kHead]);
     return lazyjit::nn::cross_entropy(logits, y);
