@@ -50,15 +50,7 @@ int train_and_evaluate(const DigitsData& data) {
               static_cast<long long>(kHidden), static_cast<long long>(kHidden), kLearningRate,
               static_cast<long long>(options.batch), options.epochs);
 
-  const digits::Forward forward = [&](const Tensor& x) { return model(x); };
-  const digits::TrainingRun run = digits::train(forward, opt, data, split.train, options);
-  const double accuracy = digits::test_accuracy(forward, data, split.test);
-  std::printf("\ntest accuracy %.2f%%   training %.2f s (%lld steps)\n\n", accuracy * 100, run.seconds,
-              static_cast<long long>(run.steps));
-  std::printf("%s\n", lazyjit::metrics_report().c_str());
-  const bool ok = digits::print_checks(run, accuracy, static_cast<int64_t>(opt.params().size()),
-                                       static_cast<int64_t>(opt.state().size()), options.min_accuracy);
-  return ok ? 0 : 1;
+  return digits::train_and_report([&](const Tensor& x) { return model(x); }, opt, data, split, options);
 }
 
 }  // namespace

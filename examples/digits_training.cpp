@@ -161,6 +161,18 @@ bool print_checks(const TrainingRun& run, double accuracy, int64_t params, int64
   return accurate && compiled_once && donated;
 }
 
+int train_and_report(const Forward& model, lazyjit::optim::Adam& opt, const DigitsData& data, const Split& split,
+                     const Options& options) {
+  const TrainingRun run = train(model, opt, data, split.train, options);
+  const double accuracy = test_accuracy(model, data, split.test);
+  std::printf("\ntest accuracy %.2f%%   training %.2f s (%lld steps)\n\n", accuracy * 100, run.seconds,
+              static_cast<long long>(run.steps));
+  std::printf("%s\n", lazyjit::metrics_report().c_str());
+  const bool ok = print_checks(run, accuracy, static_cast<int64_t>(opt.params().size()),
+                               static_cast<int64_t>(opt.state().size()), options.min_accuracy);
+  return ok ? 0 : 1;
+}
+
 int run_main(int argc, char** argv, const char* program, const std::function<int(const DigitsData&)>& body) {
   std::string path = kDefaultDigitsPath;
   for (int i = 1; i < argc; ++i) {

@@ -65,6 +65,11 @@ TrainingRun train(const Forward& model, lazyjit::optim::Optimizer& opt, const Di
 /// The fraction of the rows `test` whose argmax of the logits is the label, in one forward pass.
 double test_accuracy(const Forward& model, const DigitsData& data, const std::vector<int64_t>& test);
 
+/// Trains `model` on the split's training rows, tests it, prints the accuracy, lazyjit's metrics
+/// and the checks; returns the exit code (1 when a check fails).
+int train_and_report(const Forward& model, lazyjit::optim::Adam& opt, const DigitsData& data, const Split& split,
+                     const Options& options);
+
 /// Prints one line per promise the examples check; returns whether all hold.
 bool print_checks(const TrainingRun& run, double accuracy, int64_t params, int64_t state_buffers, double min_accuracy);
 

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "ir/dtype_dispatch.h"
+#include "ir/scalar_semantics.h"
 #include "lowering/fusion.h"
 #include "lowering/kernel_context.h"
 
@@ -36,6 +38,17 @@ void KernelContext::store_results(const std::vector<int>& results, Id offset, co
   }
   std::vector<Id> offsets(values.size(), offset);
   if (!values.empty()) k.store(std::move(buffers), std::move(offsets), std::move(values));
+}
+
+Id KernelContext::fold_start(ir::FoldStart start, DType dtype) {
+  return ir::dispatch_dtype(dtype, [&]<class T>(T) {
+    const T value = ir::semantics::fold_start<T>(start);
+    if constexpr (std::is_floating_point_v<T>) {
+      return k.float_constant(dtype, static_cast<double>(value));
+    } else {
+      return k.constant(dtype, static_cast<int64_t>(value));
+    }
+  });
 }
 
 void KernelContext::for_runs(Id inner, const std::function<void(Id, Id, Id, Id)>& body) {

@@ -33,6 +33,9 @@ struct KernelContext {
   void store_results(const std::vector<int>& results, kir::Id offset, const GraphValues::Index& index,
                      bool below_reshapes = false, const std::vector<std::pair<int, int>>& extra = {});
 
+  /// The constant where a fold or scan of `dtype` starts.
+  kir::Id fold_start(ir::FoldStart start, DType dtype);
+
   /// The iterations [begin, end) as runs along a dim of size `inner`: body(run, base, j0, j1)
   /// covers iterations base + [j0, j1) of run `run` (the iteration's index divided by inner).
   void for_runs(kir::Id inner, const std::function<void(kir::Id, kir::Id, kir::Id, kir::Id)>& body);

@@ -211,15 +211,7 @@ class Rows {
   /// Where fold `op` starts (argmax: below every value).
   Id identity(OpKind op, DType dtype) {
     const std::optional<ir::FoldInfo> fold = ir::fold_info(op);
-    const ir::FoldStart start = fold.has_value() ? fold->start : ir::FoldStart::Lowest;
-    return ir::dispatch_dtype(dtype, [&]<class T>(T) {
-      const T value = ir::semantics::fold_start<T>(start);
-      if constexpr (std::is_floating_point_v<T>) {
-        return c.k.float_constant(dtype, static_cast<double>(value));
-      } else {
-        return c.k.constant(dtype, static_cast<int64_t>(value));
-      }
-    });
+    return c.fold_start(fold.has_value() ? fold->start : ir::FoldStart::Lowest, dtype);
   }
 
  private:

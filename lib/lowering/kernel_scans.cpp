@@ -3,8 +3,6 @@
 // combined is fixed, whatever the thread count.
 #include <vector>
 
-#include "ir/dtype_dispatch.h"
-#include "ir/scalar_semantics.h"
 #include "lowering/fusion.h"
 #include "lowering/kernel_context.h"
 
@@ -39,17 +37,6 @@ Id lines(KernelContext& c, int node, int dim) {
   return c.k.mul(c.v.numel(node, 0, dim), c.v.numel(node, dim + 1, c.node(node).rank()));
 }
 
-Id start_value(KernelContext& c, ir::FoldStart start, DType dtype) {
-  return ir::dispatch_dtype(dtype, [&]<class T>(T) {
-    const T value = ir::semantics::fold_start<T>(start);
-    if constexpr (std::is_floating_point_v<T>) {
-      return c.k.float_constant(dtype, static_cast<double>(value));
-    } else {
-      return c.k.constant(dtype, static_cast<int64_t>(value));
-    }
-  });
-}
-
 }  // namespace
 
 /// One line per iteration: a local accumulator (float64 for float32, as the interpreter and
@@ -66,7 +53,7 @@ void build_scan(KernelContext& c) {
   c.k.loop(c.k.begin(), c.k.end(), [&](Id line) {
     std::vector<Id> dims = line_dims(c, s, line, dim);
     const int acc = c.k.new_local(acc_dtype);
-    c.k.assign(acc, start_value(c, rule.start, acc_dtype));
+    c.k.assign(acc, c.fold_start(rule.start, acc_dtype));
     c.k.loop(c.i64(0), size, [&](Id i) {
       dims[dim] = i;
       const Id x = c.k.convert(c.k.convert(c.v.at(operand, Index{dims}), scan.dtype()), acc_dtype);
