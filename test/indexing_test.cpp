@@ -247,6 +247,18 @@ TEST(ScatterTest, AddsInSrcOrderAndCopiesKeepTheLastWrite) {
             (std::vector<float>{0, 1, 4, 5, 4, 5}));
 }
 
+// Sizes are not in the graph key: a scatter whose index covers its input's lines and one whose
+// index is narrower share a compiled kernel, which must still leave the uncovered lines alone.
+TEST(ScatterTest, AKernelCompiledForACoveringIndexServesANarrowerOne) {
+  const Tensor index = Tensor::from_vector<int64_t>({2, 0, 1, 2, 0, 0, 2, 1}, {2, 4});
+  const Tensor wide = scatter_add(zeros({3, 4}), 0, index, ones({2, 4}));
+  EXPECT_EQ(wide.to_vector<float>(), (std::vector<float>{1, 2, 0, 0, 0, 0, 1, 1, 1, 0, 1, 1}));
+  const int64_t planned = metrics().graphs_planned;
+  const Tensor narrow = scatter_add(zeros({3, 5}), 0, index, ones({2, 5}));
+  EXPECT_EQ(narrow.to_vector<float>(), (std::vector<float>{1, 2, 0, 0, 0, 0, 0, 1, 1, 0, 1, 0, 1, 1, 0}));
+  EXPECT_EQ(metrics().graphs_planned, planned);  // the same graph key: its plan and kernels reused
+}
+
 TEST(ScatterTest, AnIndexOutOfRangeAndBadArgumentsAreErrors) {
   const Tensor x = zeros({3, 2});
   expect_error([&] { index_add(x, 0, Tensor::from_vector<int64_t>({0, 3}, {2}), ones({2, 2})).to_vector<float>(); },

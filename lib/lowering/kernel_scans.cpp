@@ -113,10 +113,11 @@ void build_scatter(KernelContext& c) {
     if (per_element) {
       c.k.loop(j0, j1, [&](Id j) {
         if (runs) dims[rank - 1] = j;
-        // The index covers this line only if it is no smaller than the line outside dim.
+        // The index covers this line only where it reaches it outside dim (it may be smaller;
+        // sizes are not in the key, so every dim is compared but the unit dims of both).
         Id covered = c.k.constant(DType::Bool, 1);
         for (int d = 0; d < rank; ++d) {
-          if (d == dim || c.node(indices).shape()[d] == c.node(s).shape()[d]) continue;
+          if (d == dim || (c.node(indices).shape()[d] == 1 && c.node(s).shape()[d] == 1)) continue;
           covered = c.k.op(OpKind::LogicalAnd, DType::Bool,
                            {covered, c.k.op(OpKind::Lt, DType::Bool, {dims[d], c.v.dim(indices, d)})});
         }
