@@ -310,6 +310,16 @@ std::vector<bool> region_of(const ir::Graph& graph, const std::vector<bool>& cut
   return in;
 }
 
+std::vector<bool> computed_by(const ir::Graph& graph, const KernelPlan& plan, const KernelSpec& kernel) {
+  std::vector<bool> computed = region_of(graph, plan, kernel);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const int n = static_cast<int>(i);
+    const bool stage = std::find(kernel.stages.begin(), kernel.stages.end(), n) != kernel.stages.end();
+    if (plan.buffer_of[i] >= 0 && !stage && n != kernel.cut) computed[i] = false;
+  }
+  return computed;
+}
+
 std::vector<bool> chain_cuts(const ir::Graph& graph) {
   const size_t n = graph.nodes.size();
   std::vector<bool> cuts(n, false);

@@ -33,6 +33,11 @@ int stored_value(const ir::Graph& graph, int node);
 std::vector<bool> region_of(const ir::Graph& graph, const KernelPlan& plan, const KernelSpec& kernel);
 std::vector<bool> region_of(const ir::Graph& graph, const std::vector<bool>& cuts, const KernelSpec& kernel);
 
+/// Per node of `graph`: whether `kernel` computes it itself, rather than read it from a
+/// buffer another kernel (or the caller) filled: its region less what plan.buffer_of holds,
+/// but for its own stages and cut.
+std::vector<bool> computed_by(const ir::Graph& graph, const KernelPlan& plan, const KernelSpec& kernel);
+
 /// The nodes of `graph` that are cut out of long chains (KernelPlan::cuts).
 std::vector<bool> chain_cuts(const ir::Graph& graph);
 

@@ -17,11 +17,7 @@ GraphValues::GraphValues(kir::Builder& k, const ir::Graph& graph, const KernelPl
                          KernelFrame& frame)
     : k_(k), graph_(graph), plan_(plan), spec_(spec), frame_(frame), offsets_(shape_offsets(graph)) {
   frame_ = {};
-  computed_ = region_of(graph, plan, spec);
-  for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    const bool stage = std::find(spec.stages.begin(), spec.stages.end(), static_cast<int>(i)) != spec.stages.end();
-    if (plan.buffer_of[i] >= 0 && !stage && static_cast<int>(i) != spec.cut) computed_[i] = false;
-  }
+  computed_ = computed_by(graph, plan, spec);
 }
 
 Id GraphValues::dim(int node, int d) {

@@ -40,6 +40,13 @@ void KernelContext::store_results(const std::vector<int>& results, Id offset, co
   if (!values.empty()) k.store(std::move(buffers), std::move(offsets), std::move(values));
 }
 
+std::vector<int> KernelContext::output_buffers(DType dtype) {
+  std::vector<int> outputs;
+  for (int r : spec.results) outputs.push_back(v.buffer(output_buffer(r), dtype));
+  for (int t : spec.temps) outputs.push_back(v.buffer(plan.buffer_of[plan.temps[t].node], dtype));
+  return outputs;
+}
+
 Id KernelContext::fold_start(ir::FoldStart start, DType dtype) {
   return ir::dispatch_dtype(dtype, [&]<class T>(T) {
     const T value = ir::semantics::fold_start<T>(start);

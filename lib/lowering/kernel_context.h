@@ -33,6 +33,10 @@ struct KernelContext {
   void store_results(const std::vector<int>& results, kir::Id offset, const GraphValues::Index& index,
                      bool below_reshapes = false, const std::vector<std::pair<int, int>>& extra = {});
 
+  /// The frame's buffers that the node this kernel stores is written to, as `dtype`: its
+  /// results' (each its own or a donated parameter's), then its temporary's.
+  std::vector<int> output_buffers(DType dtype);
+
   /// The constant where a fold or scan of `dtype` starts.
   kir::Id fold_start(ir::FoldStart start, DType dtype);
 

@@ -121,9 +121,7 @@ class Rows {
     const int s = c.spec.stages[0];
     const int operand = c.graph.operands[s][0];
     const DType acc_dtype = c.node(s).dtype();
-    std::vector<int> outputs;
-    for (int r : c.spec.results) outputs.push_back(c.v.buffer(c.output_buffer(r), acc_dtype));
-    for (int t : c.spec.temps) outputs.push_back(c.v.buffer(c.plan.buffer_of[c.plan.temps[t].node], acc_dtype));
+    const std::vector<int> outputs = c.output_buffers(acc_dtype);
     const int acc = outputs[0];
     c.for_runs(c.v.dim(d, rank - 1), [&](Id run, Id base, Id j0, Id j1) {
       std::vector<Id> dims(rank, c.i64(0));

@@ -13,14 +13,6 @@ using ir::OpKind;
 using kir::Id;
 using Index = GraphValues::Index;
 
-/// The graph buffers the kernel's node is stored to: its results', then its temporary's.
-std::vector<int> outputs_of(KernelContext& c, int node) {
-  std::vector<int> outputs;
-  for (int r : c.spec.results) outputs.push_back(c.v.buffer(c.output_buffer(r), c.v.dtype(node)));
-  for (int t : c.spec.temps) outputs.push_back(c.v.buffer(c.plan.buffer_of[c.plan.temps[t].node], c.v.dtype(node)));
-  return outputs;
-}
-
 /// The domain's index of line `line` (its position outside `dim`, row-major), with `dim`
 /// left for the caller.
 std::vector<Id> line_dims(KernelContext& c, int node, Id line, int dim) {
@@ -48,7 +40,7 @@ void build_scan(KernelContext& c) {
   const int dim = static_cast<int>(scan.attrs()[0]);
   const ir::FoldInfo rule = *ir::scan_info(scan.op());
   const DType acc_dtype = is_floating(scan.dtype()) ? DType::Float64 : scan.dtype();
-  const std::vector<int> outputs = outputs_of(c, s);
+  const std::vector<int> outputs = c.output_buffers(c.node(s).dtype());
   const Id size = c.v.dim(s, dim);
   c.k.loop(c.k.begin(), c.k.end(), [&](Id line) {
     std::vector<Id> dims = line_dims(c, s, line, dim);
@@ -79,7 +71,7 @@ class Scatter {
   explicit Scatter(KernelContext& c)
       : c(c), s(c.spec.stages[0]), rank(c.node(s).rank()), input(c.graph.operands[s][0]),
         indices(c.graph.operands[s][1]), src(c.graph.operands[s][2]), dim(static_cast<int>(c.node(s).attrs()[0])),
-        accumulate(c.node(s).attrs()[1] == 1), per_element(c.node(s).op() == OpKind::Scatter), outputs(outputs_of(c, s)),
+        accumulate(c.node(s).attrs()[1] == 1), per_element(c.node(s).op() == OpKind::Scatter), outputs(c.output_buffers(c.node(s).dtype())),
         size(c.v.dim(s, dim)), steps(per_element ? c.v.dim(indices, dim) : c.v.dim(src, dim)) {}
 
   void build() {

@@ -67,20 +67,16 @@ void plan_donation_candidates(const ir::Graph& graph, KernelPlan& plan) {
     return false;
   };
   // A kernel that checks data may fail halfway, and its inputs must still hold their values
-  // then: it writes no donated buffer (writers of donated buffers run last). Once per kernel.
+  // then: it writes no donated buffer (writers of donated buffers run last). What it reads
+  // back from memory (a scatter) was checked by the kernel that computed it. Once per kernel.
   std::vector<int8_t> checks(kernels.size(), -1);
   auto checks_data = [&](int k) {
     if (checks[k] < 0) {
-      if (regions[k].empty()) regions[k] = region_of(graph, plan, kernels[k]);
+      const std::vector<bool> computed = computed_by(graph, plan, kernels[k]);
       checks[k] = 0;
-      const KernelSpec& spec = kernels[k];
       for (size_t n = 0; n < graph.nodes.size() && checks[k] == 0; ++n) {
         const ir::Node& node = *graph.nodes[n];
-        const int i = static_cast<int>(n);
-        // A scatter read back from its own kernel's output was checked there.
-        const bool read_back = plan.buffer_of[n] >= 0 && i != spec.cut && std::ranges::find(spec.stages, i) == spec.stages.end();
-        checks[k] = regions[k][n] && !read_back &&
-                    (ir::indexes_by_data(node.op()) || (ir::divides(node.op()) && !is_floating(node.dtype())));
+        checks[k] = computed[n] && (ir::indexes_by_data(node.op()) || (ir::divides(node.op()) && !is_floating(node.dtype())));
       }
     }
     return checks[k] == 1;

@@ -14,29 +14,17 @@
 #include "lazyjit/error.h"
 #include "lazyjit/ops.h"
 #include "runtime/tensor_impl.h"
+#include "runtime/traced_node.h"
 
 namespace lazyjit {
-namespace detail {
-Tensor make_pending(ir::NodePtr node);
-}
-
 namespace {
 
 using ir::OpKind;
+using traced::check;
+using traced::pending;
+using traced::value_of;
 
 std::string text(std::span<const int64_t> v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
-
-ir::NodePtr value_of(const Tensor& t, std::string_view op) {
-  if (!t.defined()) throw Error(fmt::format("{}: an operand is an undefined tensor", op));
-  return t.impl()->ir_value();
-}
-
-ir::NodePtr check(absl::StatusOr<ir::NodePtr> node) {
-  if (!node.ok()) throw Error(std::string(node.status().message()));
-  return *std::move(node);
-}
-
-Tensor pending(ir::NodePtr node) { return detail::make_pending(std::move(node)); }
 
 /// `dim` in [0, rank) from PyTorch's [-rank, rank); `rank` is the range's, `tensor_rank` the
 /// operand's, for the message (a rank-0 tensor takes the dims of rank 1, -1 and 0).
@@ -576,12 +564,8 @@ Tensor scatter_node(OpKind op, std::string_view name, const Tensor& t, int64_t d
   if (x->rank() == 0) throw Error(fmt::format("{}: a rank-0 tensor has no dim to scatter along", name));
   const int64_t d = wrap_dim(name, dim, x->rank());
   if (op == OpKind::IndexScatter && i->rank() == 0) i = reshape_node(std::move(i), {1});
-  absl::StatusOr<ir::NodePtr> node = ir::make_structured(op, {std::move(x), std::move(i), std::move(v)}, {d, accumulate ? 1 : 0});
-  if (!node.ok()) {  // named as the user called it: "index_add: ...", not the row's "index_scatter: ..."
-    const std::string message(node.status().message());
-    throw Error(fmt::format("{}{}", name, message.substr(message.find(':'))));
-  }
-  return pending(*std::move(node));
+  return pending(traced::check_as(
+      name, ir::make_structured(op, {std::move(x), std::move(i), std::move(v)}, {d, accumulate ? 1 : 0})));
 }
 
 }  // namespace

@@ -9,19 +9,12 @@
 #include "ir/structured.h"
 #include "lazyjit/error.h"
 #include "lazyjit/ops.h"
-#include "runtime/tensor_impl.h"
+#include "runtime/traced_node.h"
 
 namespace lazyjit {
-namespace detail {
-Tensor make_pending(ir::NodePtr node);
-}
-
 namespace {
 
-ir::NodePtr value_of(const Tensor& t, std::string_view op) {
-  if (!t.defined()) throw Error(fmt::format("{}: an operand is an undefined tensor", op));
-  return t.impl()->ir_value();
-}
+using traced::value_of;
 
 std::string shape_text(const Tensor& t) { return ir::shape_to_string(t.impl()->ir_value()->shape()); }
 
@@ -46,14 +39,9 @@ Tensor window_view(std::string_view op, const Tensor& x, int64_t groups, Size2 k
   }
   if (kernel.h < 1 || kernel.w < 1) throw Error(fmt::format("{}: kernel size {}x{} must be positive", op, kernel.h, kernel.w));
   check_window_args(op, stride, padding, dilation);
-  absl::StatusOr<ir::NodePtr> view = ir::make_structured(
-      ir::OpKind::Unfold, {std::move(node)},
-      {groups, kernel.h, kernel.w, stride.h, stride.w, padding.h, padding.w, dilation.h, dilation.w});
-  if (!view.ok()) {
-    const std::string message(view.status().message());
-    throw Error(fmt::format("{}{}", op, message.substr(message.find(':'))));
-  }
-  return detail::make_pending(*std::move(view));
+  return traced::pending(traced::check_as(
+      op, ir::make_structured(ir::OpKind::Unfold, {std::move(node)},
+                              {groups, kernel.h, kernel.w, stride.h, stride.w, padding.h, padding.w, dilation.h, dilation.w})));
 }
 
 /// A pooling's window over each channel of `x`: [N, C, kh*kw, OH, OW].
@@ -63,6 +51,11 @@ Tensor pool_view(std::string_view op, const Tensor& x, Size2 kernel, Size2 strid
                             kernel.h, kernel.w));
   }
   return window_view(op, x, x.dim() == 4 ? x.shape()[1] : 1, kernel, stride, padding, 1);
+}
+
+/// Per window element of a pooling of `x`: 1 inside the input, 0 in the padding.
+Tensor inside_input(std::string_view op, const Tensor& x, Size2 kernel, Size2 stride, Size2 padding) {
+  return window_view(op, ones(x.shape(), x.dtype()), x.shape()[1], kernel, stride, padding, 1);
 }
 
 }  // namespace
@@ -129,7 +122,7 @@ Tensor max_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> strid
   const Size2 step = stride.value_or(kernel_size);
   Tensor view = pool_view("max_pool2d", x, kernel_size, step, padding);
   if (padding.h > 0 || padding.w > 0) {  // the padding is below every value, as PyTorch's
-    const Tensor inside = gt(window_view("max_pool2d", ones(x.shape(), x.dtype()), x.shape()[1], kernel_size, step, padding, 1), 0);
+    const Tensor inside = gt(inside_input("max_pool2d", x, kernel_size, step, padding), 0);
     view = is_floating(x.dtype()) ? where(inside, view, -std::numeric_limits<double>::infinity())
                                   : where(inside, view, Scalar(x.dtype() == DType::Int32 ? int64_t{INT32_MIN} : INT64_MIN));
   }
@@ -149,7 +142,7 @@ Tensor avg_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> strid
   const Tensor summed = sum(view, {2});
   const Tensor count = count_include_pad || (padding.h == 0 && padding.w == 0)
                            ? full({}, static_cast<double>(kernel_size.h * kernel_size.w), x.dtype())
-                           : sum(window_view("avg_pool2d", ones(x.shape(), x.dtype()), x.shape()[1], kernel_size, step, padding, 1), {2});
+                           : sum(inside_input("avg_pool2d", x, kernel_size, step, padding), {2});
   return reshape(summed / count, {x.shape()[0], x.shape()[1], view.shape()[3], view.shape()[4]});
 }
 
