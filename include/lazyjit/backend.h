@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "lazyjit/dtype.h"
+#include "lazyjit/tensor.h"
 
 namespace lazyjit {
 
@@ -34,6 +35,16 @@ class BackendData {
   std::vector<int64_t> shape_;
 };
 using BackendDataPtr = std::shared_ptr<BackendData>;
+
+/// A materialised tensor over `data`, not copied: how a front end hands the runtime memory it
+/// owns (PyTorch's storage). `data()` must be 64-byte aligned (Error otherwise). The runtime
+/// only reads the buffer, except that a mark_step() may donate it to a result of the same
+/// shape once the tensor's value is replaced and nothing else holds `data`; a front end that
+/// must keep the buffer's contents keeps a reference to `data` until the step is done.
+Tensor tensor_from_data(BackendDataPtr data);
+
+/// The buffer holding `t`'s value, materialising `t` first if it is pending.
+BackendDataPtr tensor_data(const Tensor& t);
 
 /// Parameter and result signature of a compiled graph.
 struct TensorSignature {

@@ -5,6 +5,7 @@
 
 #include "fmt/format.h"
 #include "ir/builder.h"
+#include "lazyjit/backend.h"
 #include "lazyjit/error.h"
 #include "lazyjit/ops.h"
 #include "lazyjit/tensor.h"
@@ -51,6 +52,21 @@ Tensor Tensor::from_data(const void* data, int64_t count, DType dtype, std::vect
   if (n > 0) std::memcpy(buffer->data(), data, static_cast<size_t>(buffer->size_bytes()));
   rt.counters().bytes_in.fetch_add(buffer->size_bytes(), std::memory_order_relaxed);
   return Tensor(detail::TensorImpl::create(std::move(buffer), rt.live()));
+}
+
+Tensor tensor_from_data(BackendDataPtr data) {
+  if (!data) throw Error("tensor_from_data: the buffer is null");
+  if (reinterpret_cast<uintptr_t>(data->data()) % 64 != 0) {
+    throw Error(fmt::format("tensor_from_data: the buffer of {} at {} is not 64-byte aligned", dtype_name(data->dtype()),
+                            fmt::ptr(data->data())));
+  }
+  if (absl::Status status = ir::validate_dims("tensor_from_data", data->shape()); !status.ok()) fail(status);
+  return Tensor(detail::TensorImpl::create(std::move(data), Runtime::get().live()));
+}
+
+BackendDataPtr tensor_data(const Tensor& t) {
+  if (!t.defined()) throw Error("tensor_data: tensor is undefined");
+  return materialized(t.impl());
 }
 
 detail::TensorImpl& Tensor::checked_impl(const char* op) const {

@@ -1,0 +1,322 @@
+// Translation of a lowered LTC graph to a Program, and its replay.
+#include "translate.h"
+
+#include <sstream>
+#include <unordered_map>
+
+#include <c10/util/Exception.h>
+#include <torch/csrc/jit/ir/constants.h>
+
+#include "lazyjit/ops.h"
+
+namespace lazyjit::ltc {
+
+namespace jit = ::torch::jit;
+
+std::optional<DType> to_dtype(c10::ScalarType type) {
+  switch (type) {
+    case c10::ScalarType::Bool: return DType::Bool;
+    case c10::ScalarType::Int: return DType::Int32;
+    case c10::ScalarType::Long: return DType::Int64;
+    case c10::ScalarType::Float: return DType::Float32;
+    case c10::ScalarType::Double: return DType::Float64;
+    default: return std::nullopt;
+  }
+}
+
+c10::ScalarType to_scalar_type(DType dtype) {
+  switch (dtype) {
+    case DType::Bool: return c10::ScalarType::Bool;
+    case DType::Int32: return c10::ScalarType::Int;
+    case DType::Int64: return c10::ScalarType::Long;
+    case DType::Float32: return c10::ScalarType::Float;
+    case DType::Float64: return c10::ScalarType::Double;
+  }
+  return c10::ScalarType::Undefined;
+}
+
+namespace {
+
+/// A constant tensor of the graph (LTC's scalars, lowered as `prim::Constant` tensors).
+Tensor from_constant(const at::Tensor& constant, const std::string& op) {
+  const std::optional<DType> dtype = to_dtype(constant.scalar_type());
+  if (!dtype) throw Untranslatable(op, c10::str("a constant of dtype ", constant.scalar_type()));
+  const at::Tensor t = constant.contiguous();
+  const std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end());
+  switch (*dtype) {
+    case DType::Bool: {
+      const auto* p = t.data_ptr<bool>();
+      return Tensor::from_vector(std::vector<bool>(p, p + t.numel()), shape);
+    }
+    case DType::Int32: return Tensor::from_vector(std::vector<int32_t>(t.data_ptr<int32_t>(), t.data_ptr<int32_t>() + t.numel()), shape);
+    case DType::Int64: return Tensor::from_vector(std::vector<int64_t>(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel()), shape);
+    case DType::Float32: return Tensor::from_vector(std::vector<float>(t.data_ptr<float>(), t.data_ptr<float>() + t.numel()), shape);
+    case DType::Float64: return Tensor::from_vector(std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel()), shape);
+  }
+  throw Untranslatable(op, "unreachable dtype");
+}
+
+/// A constant argument as a tensor: numbers as PyTorch wraps them (0-dim float64, int64, bool).
+Tensor constant_tensor(const c10::IValue& value, const std::string& op) {
+  if (value.isTensor()) return from_constant(value.toTensor(), op);
+  if (value.isDouble()) return full({}, value.toDouble(), DType::Float64);
+  if (value.isInt()) return full({}, value.toInt(), DType::Int64);
+  if (value.isBool()) return full({}, value.toBool(), DType::Bool);
+  throw Untranslatable(op, c10::str("a constant ", value.tagKind(), " where a tensor is expected"));
+}
+
+Tensor slot_tensor(const std::vector<Tensor>& slots, int slot, const std::string& op) {
+  if (!slots[slot].defined()) throw Untranslatable(op, c10::str("reads %", slot, " before it is computed"));
+  return slots[slot];
+}
+
+Tensor arg_tensor(const Arg& arg, const std::vector<Tensor>& slots, const std::string& op) {
+  if (arg.slot >= 0) return slot_tensor(slots, arg.slot, op);
+  if (arg.constant) return constant_tensor(*arg.constant, op);
+  throw Untranslatable(op, "a list where a tensor is expected");
+}
+
+std::string arg_text(const Arg& arg) {
+  if (arg.slot >= 0) return c10::str("%", arg.slot);
+  if (arg.constant) {
+    std::ostringstream os;
+    os << *arg.constant;
+    return os.str();
+  }
+  std::string text = "[";
+  for (size_t i = 0; i < arg.slots.size(); ++i) text += c10::str(i ? ", %" : "%", arg.slots[i]);
+  return text + "]";
+}
+
+/// A `prim::ListConstruct` of constants as one constant list, or of values as a list of slots.
+Arg list_arg(const jit::Node& node, const std::unordered_map<const jit::Value*, Arg>& args_of) {
+  const std::string op = node.kind().toQualString();
+  std::vector<const Arg*> elements;
+  for (const jit::Value* input : node.inputs()) elements.push_back(&args_of.at(input));
+  const bool all_constant = std::all_of(elements.begin(), elements.end(), [](const Arg* a) { return a->constant.has_value(); });
+  const bool all_slots = std::all_of(elements.begin(), elements.end(), [](const Arg* a) { return a->slot >= 0; });
+  const c10::TypePtr element_type = node.output()->type()->containedType(0);
+  if (all_constant && element_type->kind() == c10::TypeKind::IntType) {
+    c10::List<int64_t> list;
+    for (const Arg* a : elements) list.push_back(a->constant->toInt());
+    return Arg{.constant = c10::IValue(list)};
+  }
+  if (all_constant && element_type->kind() == c10::TypeKind::FloatType) {
+    c10::List<double> list;
+    for (const Arg* a : elements) list.push_back(a->constant->toDouble());
+    return Arg{.constant = c10::IValue(list)};
+  }
+  if (all_constant && element_type->kind() == c10::TypeKind::BoolType) {
+    c10::List<bool> list;
+    for (const Arg* a : elements) list.push_back(a->constant->toBool());
+    return Arg{.constant = c10::IValue(list)};
+  }
+  if (all_slots && element_type->kind() == c10::TypeKind::TensorType) {
+    Arg list;
+    for (const Arg* a : elements) list.slots.push_back(a->slot);
+    return list;
+  }
+  throw Untranslatable(op, c10::str("a list of ", element_type->str(), " that is not all constants or all tensors"));
+}
+
+bool is_number_type(const c10::TypePtr& type) {
+  return type->kind() == c10::TypeKind::FloatType || type->kind() == c10::TypeKind::IntType ||
+         type->kind() == c10::TypeKind::BoolType;
+}
+
+}  // namespace
+
+// --- Call ---------------------------------------------------------------------------------
+
+const Arg& Call::arg(std::string_view name) const {
+  const std::vector<c10::Argument>& arguments = node_.schema().arguments();
+  for (size_t i = 0; i < arguments.size() && i < args_.size(); ++i) {
+    if (arguments[i].name() == name) return args_[i];
+  }
+  unsupported(c10::str("the overload ", node_.schema().overload_name(), " has no argument '", name, "'"));
+}
+
+const c10::IValue& Call::constant(std::string_view name, const char* kind) const {
+  const Arg& a = arg(name);
+  if (!a.constant) unsupported(c10::str("'", name, "' must be a constant ", kind, ", it is a value computed at run time"));
+  return *a.constant;
+}
+
+bool Call::has(std::string_view name) const {
+  const std::vector<c10::Argument>& arguments = node_.schema().arguments();
+  for (size_t i = 0; i < arguments.size() && i < args_.size(); ++i) {
+    if (arguments[i].name() == name) return !(args_[i].constant && args_[i].constant->isNone());
+  }
+  return false;
+}
+
+Tensor Call::tensor(std::string_view name) const { return arg_tensor(arg(name), slots_, op()); }
+
+Tensor Call::optional_tensor(std::string_view name) const { return has(name) ? tensor(name) : Tensor(); }
+
+std::vector<Tensor> Call::tensors(std::string_view name) const {
+  const Arg& a = arg(name);
+  if (a.slot >= 0 || a.constant) unsupported(c10::str("'", name, "' must be a list of tensors"));
+  std::vector<Tensor> out;
+  for (int slot : a.slots) out.push_back(slot_tensor(slots_, slot, op()));
+  return out;
+}
+
+int64_t Call::integer(std::string_view name) const {
+  const c10::IValue& v = constant(name, "int");
+  if (!v.isInt()) unsupported(c10::str("'", name, "' is ", v.tagKind(), ", not an int"));
+  return v.toInt();
+}
+
+double Call::real(std::string_view name) const {
+  const c10::IValue& v = constant(name, "float");
+  if (!v.isDouble() && !v.isInt()) unsupported(c10::str("'", name, "' is ", v.tagKind(), ", not a number"));
+  return v.isDouble() ? v.toDouble() : static_cast<double>(v.toInt());
+}
+
+bool Call::boolean(std::string_view name) const {
+  const c10::IValue& v = constant(name, "bool");
+  if (!v.isBool()) unsupported(c10::str("'", name, "' is ", v.tagKind(), ", not a bool"));
+  return v.toBool();
+}
+
+Scalar Call::scalar(std::string_view name) const {
+  const c10::IValue& v = constant(name, "number");
+  if (v.isDouble()) return v.toDouble();
+  if (v.isInt()) return v.toInt();
+  if (v.isBool()) return v.toBool();
+  unsupported(c10::str("'", name, "' is ", v.tagKind(), ", not a number"));
+}
+
+std::string Call::string(std::string_view name) const {
+  const c10::IValue& v = constant(name, "string");
+  if (!v.isString()) unsupported(c10::str("'", name, "' is ", v.tagKind(), ", not a string"));
+  return v.toStringRef();
+}
+
+std::vector<int64_t> Call::ints(std::string_view name) const {
+  const c10::IValue& v = constant(name, "int[]");
+  if (v.isInt()) return {v.toInt()};  // int[1] arguments accept one int
+  if (!v.isIntList()) unsupported(c10::str("'", name, "' is ", v.tagKind(), ", not an int[]"));
+  return v.toIntVector();
+}
+
+std::optional<DType> Call::dtype(std::string_view name) const {
+  if (!has(name)) return std::nullopt;
+  const c10::ScalarType type = static_cast<c10::ScalarType>(integer(name));
+  const std::optional<DType> dtype = to_dtype(type);
+  if (!dtype) unsupported(c10::str("lazyjit has no dtype ", type));
+  return dtype;
+}
+
+void Call::unsupported(const std::string& why) const { throw Untranslatable(op(), why); }
+
+// --- Program ------------------------------------------------------------------------------
+
+Program Program::translate(const jit::Graph& graph, const ValueShapes& shapes) {
+  Program program;
+  std::unordered_map<const jit::Value*, Arg> args_of;
+  for (const jit::Value* input : graph.inputs()) {
+    if (input->type()->kind() != c10::TypeKind::TensorType && !is_number_type(input->type())) {
+      throw Untranslatable("graph input", c10::str("%", input->debugName(), " is a ", input->type()->str()));
+    }
+    args_of[input] = Arg{.slot = program.num_slots_++};
+  }
+  program.num_inputs_ = graph.inputs().size();
+
+  for (const jit::Node* node : graph.nodes()) {
+    const std::string op = node->kind().toQualString();
+    if (node->kind() == c10::prim::Constant) {
+      args_of[node->output()] = Arg{.constant = jit::toIValue(node->output())};
+      continue;
+    }
+    if (node->kind() == c10::prim::ListConstruct) {
+      args_of[node->output()] = list_arg(*node, args_of);
+      continue;
+    }
+    if (!node->kind().is_aten()) {
+      const bool used = std::any_of(node->outputs().begin(), node->outputs().end(), [](const jit::Value* v) { return v->hasUses(); });
+      if (used) throw Untranslatable(op, "lazyjit does not translate this node");
+      continue;  // the NamedTuple that multi-result builtins leave behind
+    }
+    const Lowering lowering = find_lowering(node->kind());
+    if (!lowering) throw Untranslatable(op, "lazyjit has no translation of this op");
+    if (!node->maybeSchema()) throw Untranslatable(op, "the node matches no schema");
+    Step step{.node = node, .lowering = lowering};
+    for (const jit::Value* input : node->inputs()) {
+      auto it = args_of.find(input);
+      if (it == args_of.end()) throw Untranslatable(op, c10::str("reads %", input->debugName(), ", which lazyjit did not translate"));
+      step.args.push_back(it->second);
+    }
+    for (const jit::Value* output : node->outputs()) {
+      if (output->type()->kind() != c10::TypeKind::TensorType) {
+        throw Untranslatable(op, c10::str("gives a ", output->type()->str(), ", not a tensor"));
+      }
+      step.outputs.push_back(program.num_slots_);
+      args_of[output] = Arg{.slot = program.num_slots_++};
+      auto shape = shapes.find(output);
+      if (shape == shapes.end()) {
+        step.result_dtypes.push_back(std::nullopt);
+        step.result_sizes.push_back(std::nullopt);
+        continue;
+      }
+      const std::optional<DType> dtype = to_dtype(shape->second.scalar_type());
+      if (!dtype) throw Untranslatable(op, c10::str("gives ", shape->second.scalar_type(), ", a dtype lazyjit does not have"));
+      step.result_dtypes.push_back(dtype);
+      step.result_sizes.push_back(shape->second.sizes().vec());
+    }
+    program.steps_.push_back(std::move(step));
+  }
+  for (const jit::Value* output : graph.outputs()) {
+    auto it = args_of.find(output);
+    if (it == args_of.end() || !it->second.slots.empty()) {
+      throw Untranslatable("graph output", c10::str("%", output->debugName(), " is not a tensor lazyjit computes"));
+    }
+    program.outputs_.push_back(it->second);
+  }
+  return program;
+}
+
+std::vector<Tensor> Program::run(std::vector<Tensor> inputs) const {
+  TORCH_CHECK(inputs.size() == num_inputs_, "lazyjit: the program takes ", num_inputs_, " inputs, given ", inputs.size());
+  std::vector<Tensor> slots(num_slots_);
+  std::move(inputs.begin(), inputs.end(), slots.begin());
+  for (const Step& step : steps_) {
+    const Call call(*step.node, step.args, slots, step.result_dtypes);
+    std::vector<Tensor> results = step.lowering(call);
+    if (results.size() != step.outputs.size()) {
+      call.unsupported(c10::str("lazyjit gives ", results.size(), " results, the node has ", step.outputs.size()));
+    }
+    for (size_t k = 0; k < results.size(); ++k) {
+      Tensor& r = results[k];
+      if (!r.defined()) call.unsupported(c10::str("result ", k, " is not computed"));
+      if (step.result_dtypes[k] && r.dtype() != *step.result_dtypes[k]) r = r.to(*step.result_dtypes[k]);
+      if (step.result_sizes[k] && r.shape() != *step.result_sizes[k]) {
+        call.unsupported(c10::str("result ", k, " has sizes ", c10::IntArrayRef(r.shape()), " where PyTorch expects ",
+                                  c10::IntArrayRef(*step.result_sizes[k])));
+      }
+      slots[step.outputs[k]] = std::move(r);
+    }
+  }
+  std::vector<Tensor> outputs;
+  outputs.reserve(outputs_.size());
+  for (const Arg& output : outputs_) outputs.push_back(arg_tensor(output, slots, "graph output"));
+  return outputs;
+}
+
+std::string Program::to_string() const {
+  std::ostringstream os;
+  os << "lazyjit program: " << num_inputs_ << " inputs (%0..%" << static_cast<int64_t>(num_inputs_) - 1 << ")\n";
+  for (const Step& step : steps_) {
+    for (size_t k = 0; k < step.outputs.size(); ++k) os << (k ? ", %" : "%") << step.outputs[k];
+    os << " = " << step.node->kind().toQualString() << "(";
+    for (size_t i = 0; i < step.args.size(); ++i) os << (i ? ", " : "") << arg_text(step.args[i]);
+    os << ")\n";
+  }
+  os << "return (";
+  for (size_t i = 0; i < outputs_.size(); ++i) os << (i ? ", " : "") << arg_text(outputs_[i]);
+  os << ")\n";
+  return os.str();
+}
+
+}  // namespace lazyjit::ltc
