@@ -223,10 +223,15 @@ Tensor convolution(const Call& c, const Tensor& input, const Tensor& weight, con
 
 Results convolution_backward(const Call& c) {
   const Tensor input = c.tensor("input"), weight = c.tensor("weight"), g = c.tensor("grad_output");
+  const std::vector<bool> mask = c.has("output_mask") ? c.bools("output_mask") : std::vector<bool>{true, true, true};
   Results grads = vjp(convolution(c, input, weight, Tensor()), {input, weight}, g);
   std::vector<int64_t> reduce = {0};
   for (int64_t d = 2; d < g.dim(); ++d) reduce.push_back(d);
   grads.push_back(sum(g, reduce));
+  // A gradient not asked for is an empty tensor, as PyTorch's.
+  for (size_t k = 0; k < grads.size(); ++k) {
+    if (k < mask.size() && !mask[k]) grads[k] = zeros(c.result_sizes(k).value_or(std::vector<int64_t>{0}), g.dtype());
+  }
   return grads;
 }
 
@@ -305,6 +310,16 @@ Tensor gelu_of(const Call& c, const Tensor& x) {
   return Scalar(0.5) * x * (Scalar(1.0) + tanh(Scalar(k) * (x + Scalar(0.044715) * x * x * x)));
 }
 
+/// softplus with beta and threshold that may arrive at run time (as LTC passes them).
+Tensor softplus_of(const Call& c, const Tensor& x) {
+  try {
+    return softplus(x, c.real("beta"), c.real("threshold"));
+  } catch (const Untranslatable&) {
+    const Tensor beta = cast(c.tensor("beta"), x.dtype()), bx = x * beta;
+    return where(gt(bx, cast(c.tensor("threshold"), x.dtype())), x, log1p(exp(bx)) / beta);
+  }
+}
+
 Tensor clamp_bound(const Tensor& t, const Call& c, std::string_view name, bool lower) {
   if (!c.has(name)) return t;
   const Tensor bound = cast(c.tensor(name), t.dtype());
@@ -368,7 +383,7 @@ const Entry kTable[] = {
      return one(round(c.tensor("self")));
    }},
   {"aten::gelu", [](const Call& c) { return one(gelu_of(c, c.tensor("self"))); }},
-  {"aten::softplus", [](const Call& c) { return one(softplus(c.tensor("self"), c.real("beta"), c.real("threshold"))); }},
+  {"aten::softplus", [](const Call& c) { return one(softplus_of(c, c.tensor("self"))); }},
   {"aten::leaky_relu", [](const Call& c) {
      const Tensor x = c.tensor("self");
      return one(where(gt(x, Scalar(0.0)), x, x * cast(c.tensor("negative_slope"), x.dtype())));
@@ -401,7 +416,7 @@ const Entry kTable[] = {
   {"aten::silu_backward", [](const Call& c) { const Tensor x = c.tensor("self"); return vjp(silu(x), {x}, c.tensor("grad_output")); }},
   {"aten::softplus_backward", [](const Call& c) {
      const Tensor x = c.tensor("self");
-     return vjp(softplus(x, c.real("beta"), c.real("threshold")), {x}, c.tensor("grad_output"));
+     return vjp(softplus_of(c, x), {x}, c.tensor("grad_output"));
    }},
   {"aten::leaky_relu_backward", [](const Call& c) {
      const Tensor x = c.tensor("self"), g = c.tensor("grad_output");
@@ -544,7 +559,9 @@ const Entry kTable[] = {
   {"aten::max_pool2d", [](const Call& c) { return one(max_pool(c, c.tensor("self"))); }},
   {"aten::max_pool2d_with_indices", [](const Call& c) {
      const Tensor x = c.tensor("self");
-     return Results{max_pool(c, x), max_pool_indices(c, x)};
+     // Indices that only the backward op reads (it finds the first maximum itself) are never computed.
+     const bool unread = c.output_read_only_by(1, "aten::max_pool2d_with_indices_backward");
+     return Results{max_pool(c, x), unread ? zeros(max_pool(c, x).shape(), DType::Int64) : max_pool_indices(c, x)};
    }},
   {"aten::max_pool2d_with_indices_backward", [](const Call& c) {
      const Tensor x = c.tensor("self");

@@ -31,6 +31,7 @@ struct Counters {
   std::atomic<int64_t> graphs_translated{0}, fallback_graphs{0}, lazyjit_executions{0}, fallback_executions{0}, buffers_offered{0};
   std::mutex mutex;
   std::map<std::string, int64_t> fallback_ops;
+  std::map<std::string, std::string> fallback_reasons;
 };
 Counters& counters() {
   static Counters c;
@@ -108,16 +109,19 @@ class Computation : public tl::TSComputation {
   /// (nothing runs), so that every shape and dtype lazyjit rejects is found here, and the
   /// graph falls back before it ever runs.
   void compile() {
-    try {
-      Program program = Program::translate(*graph(), shapes_);
-      program.run(placeholders());
-      program_ = std::move(program);
+    if (compiled_) return;
+    compiled_ = true;
+    Translation t = translate();
+    program_ = std::move(t.program);
+    fallback_reason_ = std::move(t.reason);
+    if (program_) {
       counters().graphs_translated.fetch_add(1, std::memory_order_relaxed);
-    } catch (const Untranslatable& e) {
-      fall_back(e.op(), e.what());
-    } catch (const Error& e) {
-      fall_back("lazyjit error", e.what());
+      return;
     }
+    counters().fallback_graphs.fetch_add(1, std::memory_order_relaxed);
+    std::lock_guard lock(counters().mutex);
+    ++counters().fallback_ops[t.op];
+    counters().fallback_reasons[t.op] = fallback_reason_;
   }
 
   bool translated() const { return program_.has_value(); }
@@ -160,9 +164,12 @@ class Computation : public tl::TSComputation {
     return results;
   }
 
+  /// The Program and lazyjit's IR of its graph (LAZYJIT_TORCH_DUMP: plan, kernel_ir,
+  /// llvm_ir or asm instead), or why the graph runs on the TorchScript executor. A graph LTC
+  /// has not compiled (torch._lazy's debug dumps) is translated for the text alone.
   std::string text() const {
-    if (!program_) return "lazyjit: runs on the TorchScript executor: " + fallback_reason_ + "\n" + to_string();
-    std::string text = program_->to_string();
+    Translation t = compiled_ ? Translation{program_, "", fallback_reason_} : translate();
+    if (!t.program) return "lazyjit: runs on the TorchScript executor: " + t.reason + "\n" + to_string();
     const char* format = std::getenv("LAZYJIT_TORCH_DUMP");
     const std::string f = format ? format : "lazy_ir";
     const DumpFormat dump_format = f == "kernel_ir" ? DumpFormat::KernelIr
@@ -170,7 +177,7 @@ class Computation : public tl::TSComputation {
                                    : f == "llvm_ir" ? DumpFormat::OptimizedLlvmIr
                                    : f == "asm"     ? DumpFormat::Assembly
                                                     : DumpFormat::LazyIr;
-    return text + "\n" + dump(program_->run(placeholders()), dump_format);
+    return t.program->to_string() + "\n" + dump(t.program->run(placeholders()), dump_format);
   }
 
  private:
@@ -184,15 +191,25 @@ class Computation : public tl::TSComputation {
     return inputs;
   }
 
-  void fall_back(const std::string& op, const std::string& reason) {
-    fallback_reason_ = reason;
-    counters().fallback_graphs.fetch_add(1, std::memory_order_relaxed);
-    std::lock_guard lock(counters().mutex);
-    ++counters().fallback_ops[op];
+  struct Translation {
+    std::optional<Program> program;
+    std::string op, reason;  // what stopped it
+  };
+  Translation translate() const {
+    try {
+      Program program = Program::translate(*graph(), shapes_);
+      program.run(placeholders());
+      return {std::move(program), "", ""};
+    } catch (const Untranslatable& e) {
+      return {std::nullopt, e.op(), e.what()};
+    } catch (const Error& e) {
+      return {std::nullopt, "lazyjit error", e.what()};
+    }
   }
 
   std::vector<tl::Shape> parameters_;
   ValueShapes shapes_;
+  bool compiled_ = false;
   std::optional<Program> program_;
   std::string fallback_reason_;
 };
@@ -207,13 +224,14 @@ class LoweringContext : public tl::TSLoweringContext {
                   tl::Util::EmissionMap emit_status)
       : TSLoweringContext(name, device, post_order, emit_status) {
     for (const tl::Node* node : post_order) {
-      for (size_t i = 0; i < node->num_outputs(); ++i) shapes_.emplace(GetOutputOp(tl::Output(node, i)), node->shape(i));
+      const c10::ArrayRef<tl::Shape> shapes = node->shapes();  // empty for ops LTC cannot infer (cat)
+      for (size_t i = 0; i < shapes.size() && i < node->num_outputs(); ++i) shapes_.emplace(GetOutputOp(tl::Output(node, i)), shapes[i]);
     }
   }
   LoweringContext(const std::string& name, tl::BackendDevice device) : TSLoweringContext(name, device) {}
 
   size_t AddResult(const tl::Output& output) override {
-    shapes_.emplace(GetOutputOp(output), output.shape());
+    if (output.index < output.node->shapes().size()) shapes_.emplace(GetOutputOp(output), output.shape());
     return TSLoweringContext::AddResult(output);
   }
 
@@ -335,6 +353,7 @@ Metrics metrics() {
   m.buffers_offered = c.buffers_offered.load();
   std::lock_guard lock(c.mutex);
   m.fallback_ops = c.fallback_ops;
+  m.fallback_reasons = c.fallback_reasons;
   return m;
 }
 
@@ -343,6 +362,7 @@ void reset_metrics() {
   c.graphs_translated = c.fallback_graphs = c.lazyjit_executions = c.fallback_executions = c.buffers_offered = 0;
   std::lock_guard lock(c.mutex);
   c.fallback_ops.clear();
+  c.fallback_reasons.clear();
 }
 
 std::string metrics_report() {
@@ -353,7 +373,9 @@ std::string metrics_report() {
      << "torch_lazyjit_executions: " << m.lazyjit_executions << "\n"
      << "torch_fallback_executions: " << m.fallback_executions << "\n"
      << "torch_buffers_offered: " << m.buffers_offered << "\n";
-  for (const auto& [op, count] : m.fallback_ops) os << "torch_fallback_op " << op << ": " << count << "\n";
+  for (const auto& [op, count] : m.fallback_ops) {
+    os << "torch_fallback_op " << op << ": " << count << " (last: " << m.fallback_reasons.at(op) << ")\n";
+  }
   return os.str() + lazyjit::metrics_report();
 }
 

@@ -119,6 +119,22 @@ Arg list_arg(const jit::Node& node, const std::unordered_map<const jit::Value*, 
   throw Untranslatable(op, c10::str("a list of ", element_type->str(), " that is not all constants or all tensors"));
 }
 
+bool is_implicit_conversion(c10::Symbol kind) {
+  return kind == c10::aten::IntImplicit || kind == c10::aten::FloatImplicit || kind == c10::aten::ScalarImplicit;
+}
+
+/// IntImplicit and friends of a constant tensor, folded to the number.
+c10::IValue implicit_constant(const jit::Node& node, const Arg& input) {
+  const std::string op = node.kind().toQualString();
+  if (!input.constant || !input.constant->isTensor() || input.constant->toTensor().numel() != 1) {
+    throw Untranslatable(op, "the number is computed at run time");
+  }
+  const at::Tensor t = input.constant->toTensor();
+  if (node.kind() == c10::aten::IntImplicit) return t.item().toLong();
+  if (node.kind() == c10::aten::FloatImplicit) return t.item().toDouble();
+  return at::isFloatingType(t.scalar_type()) ? c10::IValue(t.item().toDouble()) : c10::IValue(t.item().toLong());
+}
+
 bool is_number_type(const c10::TypePtr& type) {
   return type->kind() == c10::TypeKind::FloatType || type->kind() == c10::TypeKind::IntType ||
          type->kind() == c10::TypeKind::BoolType;
@@ -201,12 +217,29 @@ std::vector<int64_t> Call::ints(std::string_view name) const {
   return v.toIntVector();
 }
 
+std::vector<bool> Call::bools(std::string_view name) const {
+  const c10::IValue& v = constant(name, "bool[]");
+  if (!v.isBoolList()) unsupported(c10::str("'", name, "' is ", v.tagKind(), ", not a bool[]"));
+  const c10::List<bool> list = v.toBoolList();
+  return std::vector<bool>(list.begin(), list.end());
+}
+
 std::optional<DType> Call::dtype(std::string_view name) const {
   if (!has(name)) return std::nullopt;
   const c10::ScalarType type = static_cast<c10::ScalarType>(integer(name));
   const std::optional<DType> dtype = to_dtype(type);
   if (!dtype) unsupported(c10::str("lazyjit has no dtype ", type));
   return dtype;
+}
+
+bool Call::output_read_only_by(size_t i, std::string_view reader) const {
+  const c10::Symbol kind = c10::Symbol::fromQualString(std::string(reader));
+  const auto& uses = node_.outputs().at(i)->uses();
+  return std::all_of(uses.begin(), uses.end(), [&](const ::torch::jit::Use& use) {
+    // The NamedTuple a multi-result builtin leaves behind reads it but is read by nothing.
+    const bool dead_tuple = use.user->kind() == c10::prim::TupleConstruct && !use.user->output()->hasUses();
+    return use.user->kind() == kind || dead_tuple;
+  });
 }
 
 void Call::unsupported(const std::string& why) const { throw Untranslatable(op(), why); }
@@ -232,6 +265,10 @@ Program Program::translate(const jit::Graph& graph, const ValueShapes& shapes) {
     }
     if (node->kind() == c10::prim::ListConstruct) {
       args_of[node->output()] = list_arg(*node, args_of);
+      continue;
+    }
+    if (is_implicit_conversion(node->kind())) {  // SymInt arguments: a constant 0-dim tensor read as a number
+      args_of[node->output()] = Arg{.constant = implicit_constant(*node, args_of.at(node->input(0)))};
       continue;
     }
     if (!node->kind().is_aten()) {
@@ -282,7 +319,7 @@ std::vector<Tensor> Program::run(std::vector<Tensor> inputs) const {
   std::vector<Tensor> slots(num_slots_);
   std::move(inputs.begin(), inputs.end(), slots.begin());
   for (const Step& step : steps_) {
-    const Call call(*step.node, step.args, slots, step.result_dtypes);
+    const Call call(*step.node, step.args, slots, step.result_dtypes, step.result_sizes);
     std::vector<Tensor> results = step.lowering(call);
     if (results.size() != step.outputs.size()) {
       call.unsupported(c10::str("lazyjit gives ", results.size(), " results, the node has ", step.outputs.size()));

@@ -58,8 +58,9 @@ Lowering find_lowering(c10::Symbol op);
 class Call {
  public:
   Call(const ::torch::jit::Node& node, const std::vector<Arg>& args, const std::vector<Tensor>& slots,
-       const std::vector<std::optional<DType>>& result_dtypes)
-      : node_(node), args_(args), slots_(slots), result_dtypes_(result_dtypes) {}
+       const std::vector<std::optional<DType>>& result_dtypes,
+       const std::vector<std::optional<std::vector<int64_t>>>& result_sizes)
+      : node_(node), args_(args), slots_(slots), result_dtypes_(result_dtypes), result_sizes_(result_sizes) {}
 
   /// Whether the schema has an argument `name` (overloads differ) that is not None.
   bool has(std::string_view name) const;
@@ -76,10 +77,18 @@ class Call {
   Scalar scalar(std::string_view name) const;
   std::string string(std::string_view name) const;
   std::vector<int64_t> ints(std::string_view name) const;
+  std::vector<bool> bools(std::string_view name) const;
   /// A `ScalarType? dtype` argument: nullopt for None.
   std::optional<DType> dtype(std::string_view name) const;
   /// What LTC says output `i` is (its dtype), when known.
   std::optional<DType> result_dtype(size_t i = 0) const { return i < result_dtypes_.size() ? result_dtypes_[i] : std::nullopt; }
+  /// What LTC says output `i`'s sizes are, when known.
+  std::optional<std::vector<int64_t>> result_sizes(size_t i) const {
+    return i < result_sizes_.size() ? result_sizes_[i] : std::nullopt;
+  }
+  /// Whether every reader of output `i` is an op of kind `reader` (none at all included): a
+  /// result only a backward op reads, which may compute it another way.
+  bool output_read_only_by(size_t i, std::string_view reader) const;
   /// The op's name, for messages ("aten::add").
   std::string op() const { return node_.kind().toQualString(); }
   [[noreturn]] void unsupported(const std::string& why) const;
@@ -92,6 +101,7 @@ class Call {
   const std::vector<Arg>& args_;
   const std::vector<Tensor>& slots_;
   const std::vector<std::optional<DType>>& result_dtypes_;
+  const std::vector<std::optional<std::vector<int64_t>>>& result_sizes_;
 };
 
 /// A lowered graph as a replayable sequence of lazyjit ops over slots. Replaying traces

@@ -23,6 +23,7 @@ PYBIND11_MODULE(lazyjit_torch, m) {
         d["fallback_executions"] = t.fallback_executions;
         d["buffers_offered"] = t.buffers_offered;
         d["fallback_ops"] = t.fallback_ops;
+        d["fallback_reasons"] = t.fallback_reasons;
         d["graphs_executed"] = l.graphs_executed;
         d["compiles"] = l.compiles;
         d["kernels_compiled"] = l.kernels_compiled;

@@ -22,7 +22,8 @@ struct Metrics {
   int64_t lazyjit_executions = 0;   ///< runs of translated graphs
   int64_t fallback_executions = 0;  ///< runs on the TorchScript executor
   int64_t buffers_offered = 0;      ///< inputs' buffers nothing could read again, offered for donation
-  std::map<std::string, int64_t> fallback_ops;  ///< the op that made each fallback graph
+  std::map<std::string, int64_t> fallback_ops;           ///< the op that made each fallback graph
+  std::map<std::string, std::string> fallback_reasons;  ///< the last reason each op gave
 };
 Metrics metrics();
 void reset_metrics();
