@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs lazyjit's build dependencies from Debian 12's archive. Idempotent: packages
 # already present are left alone and apt is not even consulted.
-#   scripts/setup.sh            build + test dependencies and the main job's data set
-#   scripts/setup.sh --peers    also the optional benchmark peers (libtorch, Eigen, OpenBLAS)
+#   scripts/setup.sh            build + test dependencies, the PyTorch front end's, and the main job's data set
+#   scripts/setup.sh --peers    also the optional benchmark peers (Eigen, OpenBLAS, gnuplot)
 set -euo pipefail
 
 packages=(
@@ -12,9 +12,10 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3
   python3-sklearn  # the main job's data set: sklearn/datasets/data/digits.csv.gz
+  libtorch-dev python3-torch pybind11-dev  # the PyTorch front end (frontends/torch), also a benchmark peer
 )
 if [[ "${1:-}" == "--peers" ]]; then
-  packages+=(libtorch-dev libeigen3-dev libopenblas-dev gnuplot-nox)
+  packages+=(libeigen3-dev libopenblas-dev gnuplot-nox)
 fi
 
 missing=()
