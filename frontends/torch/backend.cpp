@@ -20,6 +20,7 @@
 #include "lazyjit/ops.h"
 #include "lazyjit/runtime.h"
 #include "lazyjit/torch.h"
+#include "lazy_kernels.h"
 #include "translate.h"
 
 namespace lazyjit::ltc {
@@ -340,6 +341,7 @@ void init() {
     if (!tl::hasBackend()) tl::InitTorchScriptBackend();  // its lazy kernels; not idempotent
     static ltc::Backend backend(tl::GetTSBackendImpl());
     static tl::BackendRegistrar registrar(&backend);
+    ltc::register_lazy_kernels();
   });
 }
 

@@ -225,6 +225,30 @@ class NnTest(Case):
                 self.check_grad(fn, *shapes)
 
 
+class OwnLazyKernelsTest(Case):
+    """Ops PyTorch 1.13 runs on eager CPU get lazy kernels from lazyjit: no eager fallback."""
+
+    def eager_fallbacks(self):
+        import torch._lazy.metrics as ltc_metrics
+        return {n: ltc_metrics.counter_value(n) for n in ltc_metrics.counter_names() if n.startswith('aten::')}
+
+    def test_ops_without_an_ltc_kernel_stay_lazy_with_their_gradients(self):
+        x, y = rnd(4, 5), rnd(4, 5, seed=1)
+        ops = [lambda t, u: torch.amax(t, 1), lambda t, u: torch.amin(t, (0, 1)), lambda t, u: t.argmax(1),
+               lambda t, u: t.argmin(), lambda t, u: torch.where(t > 0, t, u), lambda t, u: torch.erf(t),
+               lambda t, u: F.mse_loss(t, u),
+               lambda t, u: t.cumprod(1)] + [lambda t, u, f=f: f(t) for f in (torch.log1p, torch.expm1, torch.sin, torch.ceil, torch.round,
+               torch.sign)] + [lambda t, u: torch.logical_and(t > 0, u > 0), lambda t, u: t.clamp(max=0.3),
+               lambda t, u: torch.floor_divide(t, u.abs() + 1), lambda t, u: t.index_add(0, torch.tensor([3, 0]).to(t.device), u[:2])]
+        for op in ops:
+            with self.subTest(op=op):
+                before = self.eager_fallbacks()
+                self.check(op, x.abs() * 0.5, y)
+                self.assertEqual(self.eager_fallbacks(), before)
+        self.check_grad(lambda t, u: torch.amax(t, 1) + torch.erf(t).sum(1) + F.mse_loss(t, u) + torch.where(t > 0, t, u).sum(1),
+                        (4, 5), (4, 5))
+
+
 class Mlp(nn.Module):
     def __init__(self):
         super().__init__()

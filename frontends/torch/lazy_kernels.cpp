@@ -1,0 +1,146 @@
+// Lazy kernels of lazyjit's own for aten ops that PyTorch 1.13's Lazy Tensor Core runs on
+// eager CPU (it has no Lazy kernel for them: each such op splits a step into several graphs
+// and copies tensors out and back). One boxed kernel serves every op in kOps: it records
+// the op as a node that lowers to the very aten call the TorchScript lowering emits for its
+// own nodes, so the translation table (aten_ops.cpp) reads it like any other. Shapes come
+// from running the op on meta tensors; an op whose meta kernel fails runs eagerly on the CPU,
+// as it would without this file. Autograd needs nothing here: the Autograd key's formulas
+// call the forward and backward ops, which are lazy again.
+#include <optional>
+#include <sstream>
+#include <variant>
+
+#include <ATen/Functions.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/csrc/lazy/core/hash.h>
+#include <torch/csrc/lazy/core/tensor.h>
+#include <torch/csrc/lazy/ts_backend/ts_lowering_context.h>
+#include <torch/csrc/lazy/ts_backend/ts_node.h>
+#include <torch/library.h>
+
+#include "lazy_kernels.h"
+
+namespace lazyjit::ltc {
+namespace {
+
+namespace tl = ::torch::lazy;
+namespace jit = ::torch::jit;
+
+/// The ops, by their schema names (PyTorch's native_functions.yaml): each needs a meta kernel
+/// (for its shape) and a row in aten_ops.cpp (or its graphs fall back to TorchScript).
+constexpr const char* kOps[] = {
+    "amax", "amin", "argmax", "argmin", "where.self", "erf", "mse_loss", "mse_loss_backward", "cumprod",
+    "log1p", "expm1", "sin", "ceil", "round", "sign", "logical_not", "logical_and", "logical_or",
+    "clamp_max", "floor_divide", "silu_backward", "index_add",
+};
+
+/// One argument of the aten call a node lowers to: an operand (by index) or a constant, and
+/// its name when it is keyword-only.
+struct NodeArg {
+  std::variant<size_t, c10::IValue> value;
+  std::optional<std::string> keyword;
+};
+
+/// An aten call as a lazy node: its operands, its constant arguments in schema order.
+class AtenNode final : public tl::TsNode {
+ public:
+  AtenNode(c10::Symbol op, std::vector<tl::Value> operands, std::vector<tl::Shape> shapes, size_t num_outputs,
+           std::vector<NodeArg> args, tl::hash_t hash)
+      : TsNode(tl::OpKind(op), operands, std::move(shapes), num_outputs, hash), args_(std::move(args)) {}
+
+  tl::TSOpVector Lower(std::shared_ptr<jit::GraphFunction> function, tl::TSLoweringContext* loctx) const override {
+    std::vector<jit::NamedValue> arguments, keywords;
+    for (const NodeArg& arg : args_) {
+      const size_t* operand = std::get_if<size_t>(&arg.value);
+      const std::string name = arg.keyword.value_or("");
+      jit::NamedValue value = operand ? jit::NamedValue(name, loctx->GetOutputOp(operands().at(*operand)))
+                                      : jit::NamedValue(name, std::get<c10::IValue>(arg.value));
+      (arg.keyword ? keywords : arguments).push_back(std::move(value));
+    }
+    return tl::LowerTSBuiltin(function, op().op, arguments, keywords);
+  }
+
+ private:
+  std::vector<NodeArg> args_;
+};
+
+/// The op run eagerly on the CPU, its results moved back to the lazy device (what LTC does
+/// for ops with no Lazy kernel).
+void run_eagerly(const c10::OperatorHandle& op, jit::Stack* stack, const c10::Device& device) {
+  for (c10::IValue& v : *stack) {
+    if (v.isTensor() && v.toTensor().device().type() == c10::kLazy) v = v.toTensor().cpu();
+  }
+  op.callBoxed(stack);
+  for (c10::IValue& v : *stack) {
+    if (v.isTensor()) v = v.toTensor().to(device);
+  }
+}
+
+void lazy_kernel(const c10::OperatorHandle& op, jit::Stack* stack) {
+  const c10::FunctionSchema& schema = op.schema();
+  const size_t n = schema.arguments().size();
+  std::vector<c10::IValue> inputs(stack->end() - n, stack->end());
+  torch::jit::drop(*stack, n);
+
+  // The device, and the arguments as operands and constants.
+  c10::optional<c10::Device> device;
+  tl::LazyTensorPtr first;
+  for (const c10::IValue& v : inputs) {
+    if (!first && v.isTensor() && v.toTensor().device().type() == c10::kLazy) {
+      device = v.toTensor().device();
+      first = tl::TryGetLtcTensor(v.toTensor());
+    }
+  }
+  TORCH_CHECK(first, "lazyjit: ", schema.name(), " has no lazy tensor argument");
+  std::vector<tl::Value> operands;
+  std::vector<NodeArg> args;
+  std::vector<c10::IValue> meta = inputs;
+  std::ostringstream constants;  // for the node's hash
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const c10::Argument& argument = schema.arguments()[i];
+    const std::optional<std::string> keyword = argument.kwarg_only() ? std::optional(argument.name()) : std::nullopt;
+    if (!inputs[i].isTensor()) {
+      args.push_back({inputs[i], keyword});
+      constants << inputs[i] << ";";
+      continue;
+    }
+    at::Tensor t = inputs[i].toTensor();
+    if (t.device().type() != c10::kLazy) t = t.to(*device);  // a wrapped number
+    args.push_back({operands.size(), keyword});
+    operands.push_back(tl::TryGetLtcTensor(t)->GetIrValue());
+    meta[i] = at::empty(t.sizes(), t.options().device(at::kMeta));
+    constants << "T;";
+  }
+
+  // The results' shapes, from the meta kernel.
+  try {
+    op.callBoxed(&meta);
+  } catch (const c10::Error&) {
+    stack->insert(stack->end(), inputs.begin(), inputs.end());
+    run_eagerly(op, stack, *device);
+    return;
+  }
+  std::vector<tl::Shape> shapes;
+  for (const c10::IValue& result : meta) shapes.emplace_back(result.toTensor().scalar_type(), result.toTensor().sizes().vec());
+
+  const c10::Symbol symbol = c10::Symbol::fromQualString(schema.name());
+  const tl::hash_t hash = tl::HashCombine(tl::Hash(schema.operator_name().overload_name), tl::Hash(constants.str()));
+  const size_t num_outputs = shapes.size();
+  tl::NodePtr node = std::make_shared<AtenNode>(symbol, std::move(operands), std::move(shapes), num_outputs, std::move(args), hash);
+  for (size_t i = 0; i < num_outputs; ++i) {
+    torch::jit::push(*stack, tl::CreateAtenFromLtcTensor(tl::LazyTensor::Create(tl::Value(node, i), first->GetDevice())));
+  }
+}
+
+}  // namespace
+
+void register_lazy_kernels() {
+  static torch::Library* library = [] {
+    auto* lib = new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::Lazy, __FILE__, __LINE__);
+    for (const char* name : kOps) lib->impl(name, torch::CppFunction::makeFromBoxedFunction<&lazy_kernel>());
+    return lib;
+  }();
+  (void)library;
+}
+
+}  // namespace lazyjit::ltc
