@@ -1,5 +1,6 @@
-// PyTorch peers (libtorch's C++ API): eager on the CPU (torch_eager) and Lazy Tensor Core with
-// its TorchScript backend (torch_lazy), the same code on the two devices; each row checks its
+// PyTorch peers (libtorch's C++ API): eager on the CPU (torch_eager), Lazy Tensor Core with
+// its TorchScript backend (torch_lazy) and with lazyjit as its backend (torch_lazyjit,
+// frontends/torch), the same code on each device; each row checks its
 // result, then times the ops and, on the lazy device, the step barrier that runs them. The
 // compile_time rows time LTC's first step of a workload (and eager's, for gpt_train_step) in a
 // fresh process (this binary re-run); the recompiles row counts LTC's compiles over batch sizes
@@ -23,6 +24,10 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#ifdef LAZYJIT_BENCH_HAVE_TORCH_BACKEND
+#include "lazyjit/torch.h"
+#endif
 
 #include "bench_rows.h"
 #include "gpt_problem.h"
@@ -395,9 +400,28 @@ void BM_recompiles_torch_lazy(benchmark::State& state) {
   }
 }
 
+#ifdef LAZYJIT_BENCH_HAVE_TORCH_BACKEND
+// The torch_lazyjit rows run after every torch_lazy row (they are registered last): the first
+// makes lazyjit LTC's backend for the rest of the process, and empties LTC's cache of graphs
+// the TorchScript backend compiled.
+void use_lazyjit_backend() {
+  static const bool once = [] {
+    lazyjit::torch::init();
+    torch::lazy::LazyGraphExecutor::Get()->GetComputationCache()->Clear();
+    return true;
+  }();
+  (void)once;
+}
+#define TORCH_LAZYJIT_ROW(workload) \
+  void BM_##workload##_torch_lazyjit(benchmark::State& s) { use_lazyjit_backend(); workload(s, kLazy); }
+#else
+#define TORCH_LAZYJIT_ROW(workload)
+#endif
+
 #define TORCH_ROWS(workload)                                                            \
   void BM_##workload##_torch_eager(benchmark::State& s) { workload(s, kEager); }        \
-  void BM_##workload##_torch_lazy(benchmark::State& s) { workload(s, kLazy); }
+  void BM_##workload##_torch_lazy(benchmark::State& s) { workload(s, kLazy); }          \
+  TORCH_LAZYJIT_ROW(workload)
 TORCH_ROWS(ew_simple)
 TORCH_ROWS(ew_transcendental)
 TORCH_ROWS(softmax)
@@ -486,6 +510,25 @@ TORCH_BENCH(embedding_fwd, benchmark::kMillisecond, 0.3);
 TORCH_BENCH(embedding_fwd_bwd, benchmark::kMillisecond, 0.3);
 
 LAZYJIT_BENCH(BM_recompiles_torch_lazy, benchmark::kMicrosecond, 0.1);
+
+// After every torch_lazy row: see use_lazyjit_backend().
+#ifdef LAZYJIT_BENCH_HAVE_TORCH_BACKEND
+#define TORCH_LAZYJIT_BENCH(workload, unit, min_time, ...) LAZYJIT_BENCH(BM_##workload##_torch_lazyjit, unit, min_time) __VA_ARGS__
+TORCH_LAZYJIT_BENCH(ew_simple, benchmark::kMillisecond, 0.2, ->Arg(1 << 24));
+TORCH_LAZYJIT_BENCH(ew_simple, benchmark::kMicrosecond, 0.1, ->Arg(1 << 16));
+TORCH_LAZYJIT_BENCH(ew_transcendental, benchmark::kMillisecond, 0.3, ->Arg(1 << 24));
+TORCH_LAZYJIT_BENCH(softmax, benchmark::kMillisecond, 0.2);
+TORCH_LAZYJIT_BENCH(layer_norm, benchmark::kMillisecond, 0.2);
+TORCH_LAZYJIT_BENCH(matmul, benchmark::kMillisecond, 0.3);
+TORCH_LAZYJIT_BENCH(linear_relu, benchmark::kMillisecond, 0.3);
+TORCH_LAZYJIT_BENCH(trace_overhead, benchmark::kMicrosecond, 0.1);
+TORCH_LAZYJIT_BENCH(mlp_train_step, benchmark::kMillisecond, 0.3);
+TORCH_LAZYJIT_BENCH(gpt_train_step, benchmark::kMillisecond, 0.5);
+TORCH_LAZYJIT_BENCH(conv2d_fwd, benchmark::kMillisecond, 0.5);
+TORCH_LAZYJIT_BENCH(conv2d_fwd_bwd, benchmark::kMillisecond, 0.5);
+TORCH_LAZYJIT_BENCH(embedding_fwd, benchmark::kMillisecond, 0.3);
+TORCH_LAZYJIT_BENCH(embedding_fwd_bwd, benchmark::kMillisecond, 0.3);
+#endif
 
 // As bench_compile.cpp's rows; each iteration is a fresh process.
 #define COMPILE_TIME_BENCH(workload)                                                                               \
