@@ -412,8 +412,20 @@ void use_lazyjit_backend() {
   }();
   (void)once;
 }
+/// A torch_lazyjit row: the workload, which must not have left lazyjit (a graph run on the
+/// TorchScript executor would time TorchScript under lazyjit's name).
+void on_lazyjit(benchmark::State& state, void (*workload)(benchmark::State&, const torch::Device&)) {
+  use_lazyjit_backend();
+  const int64_t before = lazyjit::torch::metrics().fallback_executions;
+  workload(state, kLazy);
+  const lazyjit::torch::Metrics after = lazyjit::torch::metrics();
+  if (after.fallback_executions == before) return;
+  std::string reasons;
+  for (const auto& [op, reason] : after.fallback_reasons) reasons += reason + "; ";
+  state.SkipWithError(("graphs ran on TorchScript: " + reasons).c_str());
+}
 #define TORCH_LAZYJIT_ROW(workload) \
-  void BM_##workload##_torch_lazyjit(benchmark::State& s) { use_lazyjit_backend(); workload(s, kLazy); }
+  void BM_##workload##_torch_lazyjit(benchmark::State& s) { on_lazyjit(s, workload); }
 #else
 #define TORCH_LAZYJIT_ROW(workload)
 #endif

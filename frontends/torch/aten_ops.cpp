@@ -1,6 +1,7 @@
 // The table from aten op to lazyjit: one entry per op, a lambda over its schema's argument
 // names, so that every overload of an op shares the entry. Ops not here run the graph on the
 // TorchScript executor (counted). Adding an op: docs/torch.md.
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
 #include <limits>
@@ -187,6 +188,29 @@ Results select(const Call& c) {
   return one(squeeze(slice(self, dim, index, index + 1), dim));
 }
 
+/// self with the slice start:end:step of `dim` replaced by src (functionalised in-place
+/// writes to a slice: x[:, 2:5] = y). Contiguous slices are a cat of three views.
+Results slice_scatter(const Call& c) {
+  const Tensor self = c.tensor("self"), src = cast(c.tensor("src"), c.tensor("self").dtype());
+  const int64_t dim = c.integer("dim") < 0 ? c.integer("dim") + self.dim() : c.integer("dim");
+  const int64_t size = self.shape().at(dim), step = c.integer("step");
+  auto clamp_index = [&](std::string_view name, int64_t fallback) {
+    int64_t i = c.has(name) ? c.integer(name) : fallback;
+    if (i < 0) i += size;
+    return std::clamp<int64_t>(i, 0, size);
+  };
+  const int64_t start = clamp_index("start", 0), end = std::max(start, clamp_index("end", size));
+  if (step == 1) {
+    std::vector<Tensor> pieces;
+    if (start > 0) pieces.push_back(slice(self, dim, 0, start));
+    pieces.push_back(src);
+    if (end < size) pieces.push_back(slice(self, dim, end, size));
+    return one(pieces.size() == 1 ? pieces[0] : cat(pieces, dim));
+  }
+  const int64_t n = (end - start + step - 1) / step;
+  return one(index_copy(self, dim, arange(n) * Scalar(step) + Scalar(start), src));
+}
+
 Results repeat(const Call& c) {
   Tensor self = c.tensor("self");
   const std::vector<int64_t> repeats = c.ints("repeats");
@@ -208,17 +232,22 @@ Results full_like_shape(const Call& c, const std::vector<int64_t>& shape, DType 
   return one(expand(cast(c.tensor("fill_value"), dtype), shape));
 }
 
+/// A pair argument (kernel_size, stride, ...): one number stands for both, as in PyTorch.
+Size2 pair(const Call& c, std::string_view name, Size2 fallback) {
+  const std::vector<int64_t> v = c.has(name) ? c.ints(name) : std::vector<int64_t>{};
+  if (v.empty()) return fallback;
+  if (v.size() > 2) c.unsupported(c10::str("'", name, "' has ", v.size(), " values (lazyjit has 1-D and 2-D windows)"));
+  return v.size() == 1 ? Size2(v[0]) : Size2(v[0], v[1]);
+}
+
 /// conv2d over PyTorch's `convolution` arguments; rank-3 inputs are conv1d.
 Tensor convolution(const Call& c, const Tensor& input, const Tensor& weight, const Tensor& bias) {
   if (c.has("transposed") && c.boolean("transposed")) c.unsupported("transposed convolution");
-  const std::vector<int64_t> stride = c.ints("stride"), padding = c.ints("padding"), dilation = c.ints("dilation");
+  const Size2 stride = pair(c, "stride", 1), padding = pair(c, "padding", 0), dilation = pair(c, "dilation", 1);
   const int64_t groups = c.integer("groups");
-  if (input.dim() == 3) return conv1d(input, weight, bias, stride.at(0), padding.at(0), dilation.at(0), groups);
-  if (input.dim() != 4 || stride.size() != 2 || padding.size() != 2 || dilation.size() != 2) {
-    c.unsupported(c10::str("a rank-", input.dim(), " convolution (lazyjit has 1-D and 2-D)"));
-  }
-  return conv2d(input, weight, bias, Size2(stride[0], stride[1]), Size2(padding[0], padding[1]),
-                Size2(dilation[0], dilation[1]), groups);
+  if (input.dim() == 3) return conv1d(input, weight, bias, stride.w, padding.w, dilation.w, groups);
+  if (input.dim() != 4) c.unsupported(c10::str("a convolution of a rank-", input.dim(), " input (lazyjit has 1-D and 2-D)"));
+  return conv2d(input, weight, bias, stride, padding, dilation, groups);
 }
 
 Results convolution_backward(const Call& c) {
@@ -235,11 +264,6 @@ Results convolution_backward(const Call& c) {
   return grads;
 }
 
-Size2 pair(const Call& c, std::string_view name, Size2 fallback) {
-  const std::vector<int64_t> v = c.has(name) ? c.ints(name) : std::vector<int64_t>{};
-  if (v.empty()) return fallback;
-  return v.size() == 1 ? Size2(v[0]) : Size2(v[0], v[1]);
-}
 
 void check_pool_args(const Call& c) {
   if (c.has("ceil_mode") && c.boolean("ceil_mode")) c.unsupported("ceil_mode");
@@ -503,6 +527,15 @@ const Entry kTable[] = {
      return one(slice(c.tensor("self"), c.integer("dim"), start, start + c.integer("length")));
    }},
   {"aten::select", select},
+  {"aten::slice_scatter", slice_scatter},
+  {"aten::select_scatter", [](const Call& c) {
+     const Tensor self = c.tensor("self");
+     const int64_t dim = c.integer("dim") < 0 ? c.integer("dim") + self.dim() : c.integer("dim");
+     int64_t index = c.integer("index");
+     if (index < 0) index += self.shape().at(dim);
+     const Tensor src = unsqueeze(cast(c.tensor("src"), self.dtype()), dim);
+     return one(index_copy(self, dim, full({1}, index, DType::Int64), src));
+   }},
   {"aten::select_copy", select},
   {"aten::alias", identity}, {"aten::alias_copy", identity}, {"aten::clone", identity}, {"aten::detach", identity},
   {"aten::detach_copy", identity}, {"aten::contiguous", identity}, {"aten::lift_fresh_copy", identity},

@@ -167,6 +167,16 @@ class ViewAndIndexTest(Case):
             with self.subTest(f=f):
                 self.check(f, x)
 
+    def test_writes_into_slices(self):
+        def write(t, u, index):
+            t = t.clone()
+            t[index] = u
+            return t
+        x = rnd(5, 6)
+        self.check(lambda t, u: write(t, u, (slice(None), slice(1, 4))), x, rnd(5, 3, seed=1))
+        self.check(lambda t, u: write(t, u, (slice(0, 5, 2),)), x, rnd(3, 6, seed=2))
+        self.check(lambda t, u: write(t, u, (slice(None), 2)), x, rnd(5, seed=3))
+
     def test_indexing(self):
         x = rnd(6, 5)
         idx = torch.tensor([4, 0, 0, 5])
