@@ -47,14 +47,7 @@ Tensor scaled(const Call& c, const Tensor& t, std::string_view name) {
   const Tensor s = c.tensor(name);
   return t * cast(s, t.dtype());
 }
-bool is_constant_one(const Call& c, std::string_view name) {
-  if (!c.has(name)) return true;
-  try {
-    return c.scalar(name).to_double() == 1.0;
-  } catch (const Untranslatable&) {
-    return false;  // a run-time value
-  }
-}
+bool is_constant_one(const Call& c, std::string_view name) { return !c.has(name) || c.constant_number(name) == 1.0; }
 Tensor times(const Call& c, const Tensor& t, std::string_view name) { return is_constant_one(c, name) ? t : scaled(c, t, name); }
 
 /// Optional int[] dims (None or [] reduce everything, as PyTorch).
@@ -159,10 +152,7 @@ Results softmax_backward(const Call& c, bool log) {
 Results addmm_like(const Call& c, std::string_view a, std::string_view b) {
   Tensor product = times(c, matmul(c.tensor(a), c.tensor(b)), "alpha");
   if (c.has("beta") && !is_constant_one(c, "beta")) {
-    try {
-      if (c.scalar("beta").to_double() == 0.0) return one(product);  // beta 0 ignores self, NaN included
-    } catch (const Untranslatable&) {
-    }
+    if (c.constant_number("beta") == 0.0) return one(product);  // beta 0 ignores self, NaN included
     return one(product + scaled(c, cast(c.tensor("self"), product.dtype()), "beta"));
   }
   return one(product + cast(c.tensor("self"), product.dtype()));
@@ -336,12 +326,10 @@ Tensor gelu_of(const Call& c, const Tensor& x) {
 
 /// softplus with beta and threshold that may arrive at run time (as LTC passes them).
 Tensor softplus_of(const Call& c, const Tensor& x) {
-  try {
-    return softplus(x, c.real("beta"), c.real("threshold"));
-  } catch (const Untranslatable&) {
-    const Tensor beta = cast(c.tensor("beta"), x.dtype()), bx = x * beta;
-    return where(gt(bx, cast(c.tensor("threshold"), x.dtype())), x, log1p(exp(bx)) / beta);
-  }
+  const std::optional<double> beta = c.constant_number("beta"), threshold = c.constant_number("threshold");
+  if (beta && threshold) return softplus(x, *beta, *threshold);
+  const Tensor b = cast(c.tensor("beta"), x.dtype()), bx = x * b;
+  return where(gt(bx, cast(c.tensor("threshold"), x.dtype())), x, log1p(exp(bx)) / b);
 }
 
 Tensor clamp_bound(const Tensor& t, const Call& c, std::string_view name, bool lower) {

@@ -204,6 +204,15 @@ Scalar Call::scalar(std::string_view name) const {
   unsupported(c10::str("'", name, "' is ", v.tagKind(), ", not a number"));
 }
 
+std::optional<double> Call::constant_number(std::string_view name) const {
+  const Arg& a = arg(name);
+  if (!a.constant) return std::nullopt;
+  if (a.constant->isDouble()) return a.constant->toDouble();
+  if (a.constant->isInt()) return static_cast<double>(a.constant->toInt());
+  if (a.constant->isBool()) return a.constant->toBool() ? 1.0 : 0.0;
+  unsupported(c10::str("'", name, "' is ", a.constant->tagKind(), ", not a number"));
+}
+
 std::string Call::string(std::string_view name) const {
   const c10::IValue& v = constant(name, "string");
   if (!v.isString()) unsupported(c10::str("'", name, "' is ", v.tagKind(), ", not a string"));

@@ -75,6 +75,9 @@ class Call {
   double real(std::string_view name) const;
   bool boolean(std::string_view name) const;
   Scalar scalar(std::string_view name) const;
+  /// A number argument's value when it is a constant; nullopt when it arrives at run time
+  /// (LTC passes many scalars, alpha and learning rates among them, as graph inputs).
+  std::optional<double> constant_number(std::string_view name) const;
   std::string string(std::string_view name) const;
   std::vector<int64_t> ints(std::string_view name) const;
   std::vector<bool> bools(std::string_view name) const;
