@@ -201,6 +201,77 @@ Results slice_scatter(const Call& c) {
   return one(index_copy(self, dim, arange(n) * Scalar(step) + Scalar(start), src));
 }
 
+/// tril and triu: the elements on or below (above) diagonal `k` of the last two dims.
+Results triangle(const Call& c, bool lower) {
+  const Tensor self = c.tensor("self");
+  if (self.dim() < 2) c.unsupported("a tensor of rank below 2");
+  const int64_t rows = self.shape()[self.dim() - 2], cols = self.shape().back();
+  const int64_t k = c.has("diagonal") ? c.integer("diagonal") : 0;
+  const Tensor offset = reshape(arange(cols), {1, cols}) - reshape(arange(rows), {rows, 1});  // col - row
+  const Tensor keep = lower ? le(offset, Scalar(k)) : ge(offset, Scalar(k));
+  return one(where(keep, self, zeros({}, self.dtype())));
+}
+
+/// constant_pad_nd: `pad` holds (before, after) pairs from the last dim backwards; negative
+/// amounts crop.
+Results constant_pad(const Call& c) {
+  Tensor t = c.tensor("self");
+  const std::vector<int64_t> pad = c.ints("pad");
+  if (pad.size() % 2 != 0 || static_cast<int64_t>(pad.size() / 2) > t.dim()) c.unsupported("a pad list that does not pair up with the dims");
+  const Tensor value = cast(c.has("value") ? c.tensor("value") : zeros({}, t.dtype()), t.dtype());
+  for (size_t i = 0; i < pad.size() / 2; ++i) {
+    const int64_t dim = t.dim() - 1 - static_cast<int64_t>(i);
+    const int64_t before = pad[2 * i], after = pad[2 * i + 1], size = t.shape()[dim];
+    t = slice(t, dim, std::max<int64_t>(-before, 0), size - std::max<int64_t>(-after, 0));
+    std::vector<Tensor> pieces;
+    auto block = [&](int64_t n) {
+      std::vector<int64_t> shape = t.shape();
+      shape[dim] = n;
+      return expand(value, shape);
+    };
+    if (before > 0) pieces.push_back(block(before));
+    pieces.push_back(t);
+    if (after > 0) pieces.push_back(block(after));
+    if (pieces.size() > 1) t = cat(pieces, dim);
+  }
+  return one(t);
+}
+
+/// The p-norm over `dim` (all dims when empty). LTC passes p as a run-time value unless it
+/// is 0 or 1, so every case is computed and the one p selects is kept.
+Results p_norm(const Call& c) {
+  const Tensor t = abs(c.tensor("self"));
+  const std::vector<int64_t> dims = dims_of(c);
+  const bool keep = keepdim(c);
+  const std::optional<double> constant_p = c.has("p") ? c.constant_number("p") : std::optional<double>(2.0);
+  auto general = [&](const Tensor& p) { return pow(sum(pow(t, p), dims, keep), Scalar(1.0) / p); };
+  if (constant_p) {
+    const double p = *constant_p;
+    if (p == 2.0) return one(sqrt(sum(t * t, dims, keep)));
+    if (p == 1.0) return one(sum(t, dims, keep));
+    if (std::isinf(p)) return one(p > 0 ? amax(t, dims, keep) : amin(t, dims, keep));
+    if (p == 0.0) return one(sum(ne(t, Scalar(0.0)).to(t.dtype()), dims, keep));
+    return one(general(full({}, p, t.dtype())));
+  }
+  const Tensor p = cast(c.tensor("p"), t.dtype());
+  const double inf = std::numeric_limits<double>::infinity();
+  Tensor r = where(eq(p, Scalar(2.0)), sqrt(sum(t * t, dims, keep)), general(p));
+  r = where(eq(p, Scalar(inf)), amax(t, dims, keep), r);
+  r = where(eq(p, Scalar(-inf)), amin(t, dims, keep), r);
+  return one(where(eq(p, Scalar(0.0)), sum(ne(t, Scalar(0.0)).to(t.dtype()), dims, keep), r));
+}
+
+/// The sum of the main diagonal of a matrix: its flat elements 0, cols + 1, 2 (cols + 1), ...
+Results trace(const Call& c) {
+  const Tensor self = c.tensor("self");
+  if (self.dim() != 2) c.unsupported("trace of a tensor that is not a matrix");
+  const int64_t rows = self.shape()[0], cols = self.shape()[1], n = std::min(rows, cols);
+  const Tensor diagonal = index_select(reshape(self, {-1}), 0, arange(n) * Scalar(cols + 1));
+  return one(sum(diagonal));
+}
+
+Tensor trunc_of(const Tensor& t) { return is_floating(t.dtype()) ? where(lt(t, Scalar(0.0)), ceil(t), floor(t)) : t; }
+
 Results repeat(const Call& c) {
   Tensor self = c.tensor("self");
   const std::vector<int64_t> repeats = c.ints("repeats");
@@ -390,6 +461,10 @@ const Entry kTable[] = {
   {"aten::sin", unary<sin>}, {"aten::cos", unary<cos>}, {"aten::tanh", unary<tanh>}, {"aten::sigmoid", unary<sigmoid>},
   {"aten::relu", unary<relu>}, {"aten::erf", unary<erf>}, {"aten::floor", unary<floor>}, {"aten::ceil", unary<ceil>},
   {"aten::sign", unary<sign>}, {"aten::silu", unary<silu>},
+  {"aten::trunc", [](const Call& c) { return one(trunc_of(c.tensor("self"))); }},
+  {"aten::frac", [](const Call& c) { const Tensor t = c.tensor("self"); return one(t - trunc_of(t)); }},
+  {"aten::sgn", unary<sign>},
+  {"aten::log2", [](const Call& c) { return one(log(c.tensor("self")) * Scalar(1.0 / std::numbers::ln2)); }},
   {"aten::round", [](const Call& c) {
      if (c.has("decimals") && c.integer("decimals") != 0) c.unsupported("round with decimals");
      return one(round(c.tensor("self")));
@@ -450,6 +525,13 @@ const Entry kTable[] = {
   {"aten::argmin", [](const Call& c) { return arg_extremum(c, false); }},
   {"aten::any", [](const Call& c) { return one(any(c.tensor("self"), dims_of(c), keepdim(c))); }},
   {"aten::all", [](const Call& c) { return one(all(c.tensor("self"), dims_of(c), keepdim(c))); }},
+  {"aten::norm", p_norm},
+  {"aten::trace", trace},
+  {"aten::topk", [](const Call& c) {
+     if (c.has("largest") && !c.boolean("largest")) c.unsupported("topk with largest=False");
+     ValuesIndices r = topk(c.tensor("self"), c.integer("k"), c.integer("dim"));
+     return Results{r.values, r.indices};
+   }},
   {"aten::var", [](const Call& c) { return one(var(c.tensor("self"), dims_of(c), unbiased(c), keepdim(c))); }},
   {"aten::std", [](const Call& c) { return one(lazyjit::std(c.tensor("self"), dims_of(c), unbiased(c), keepdim(c))); }},
   {"aten::cumsum", [](const Call& c) { return one(cumsum(with_dtype(c, c.tensor("self")), c.integer("dim"))); }},
@@ -536,6 +618,9 @@ const Entry kTable[] = {
      for (Tensor& t : ts) t = unsqueeze(t, d);
      return one(cat(ts, d));
    }},
+  {"aten::tril", [](const Call& c) { return triangle(c, true); }},
+  {"aten::triu", [](const Call& c) { return triangle(c, false); }},
+  {"aten::constant_pad_nd", constant_pad},
   {"aten::flip", [](const Call& c) { return one(flip(c.tensor("self"), c.ints("dims"))); }},
   {"aten::repeat", repeat},
   {"aten::to", [](const Call& c) { return one(with_dtype(c, c.tensor("self"))); }},
@@ -569,6 +654,14 @@ const Entry kTable[] = {
      return one(ones(t.shape(), c.dtype("dtype").value_or(t.dtype())));
    }},
   {"aten::full_like", [](const Call& c) { const Tensor t = c.tensor("self"); return full_like_shape(c, t.shape(), t.dtype()); }},
+  {"aten::arange", [](const Call& c) {
+     const std::optional<double> start = c.constant_number("start"), end = c.constant_number("end"), step = c.constant_number("step");
+     if (!start || !end || !step || *step == 0) c.unsupported("bounds that are not constants");
+     const DType dtype = c.dtype("dtype").value_or(c.result_dtype().value_or(DType::Int64));
+     const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((*end - *start) / *step)));
+     // As PyTorch: element i is start + i * step, computed in double, then converted.
+     return one(cast(arange(n, DType::Float64) * Scalar(*step) + Scalar(*start), dtype));
+   }},
   {"aten::scalar_tensor", [](const Call& c) {
      return one(cast(c.tensor("s"), c.dtype("dtype").value_or(c.result_dtype().value_or(DType::Float32))));
    }},

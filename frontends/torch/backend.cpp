@@ -127,6 +127,16 @@ class Computation : public tl::TSComputation {
 
   bool translated() const { return program_.has_value(); }
 
+  /// A run whose replay lazyjit rejected: it, and every later run, goes to TorchScript.
+  void fall_back_at_run(const Untranslatable& e) {
+    program_.reset();
+    fallback_reason_ = e.what();
+    counters().fallback_graphs.fetch_add(1, std::memory_order_relaxed);
+    std::lock_guard lock(counters().mutex);
+    ++counters().fallback_ops[e.op()];
+    counters().fallback_reasons[e.op()] = fallback_reason_;
+  }
+
   /// Runs the Program over the arguments' buffers. Arguments nothing else can read again
   /// (is_dead) are offered to lazyjit's mark_step, which writes results of the same shape
   /// into them (donation); the others stay referenced here until the run is done.
@@ -302,6 +312,9 @@ class Backend final : public tl::BackendImplInterface {
     if (c && c->translated()) {
       try {
         return c->execute(arguments, device);
+      } catch (const Untranslatable& e) {
+        // Arguments of other sizes than those compiled for (LTC reusing IR): nothing ran yet.
+        c->fall_back_at_run(e);
       } catch (const Error& e) {
         TORCH_CHECK(false, e.what());  // as PyTorch's error (a RuntimeError in Python)
       }
