@@ -372,6 +372,22 @@ class RuntimeTest(Case):
         torch._lazy.mark_step()
         torch.testing.assert_close(kept.cpu(), b.cpu() / 2)
 
+    def test_new_batch_sizes_are_translations_not_compiles(self):
+        # LTC keys its cache by shapes and compiles every new batch size; lazyjit's key has no
+        # sizes (only which dims are 1), so each of those compiles is a translation and the graph
+        # is planned once.
+        w, b = rnd(8, 4).to(LAZY), rnd(4, seed=1).to(LAZY)
+        xs = [rnd(batch, 8, seed=batch).to(LAZY) for batch in range(2, 10)]
+        torch._lazy.mark_step()
+        before = lazyjit_torch.metrics()
+        for x in xs:
+            y = torch.relu(torch.addmm(b, x, w))
+            torch._lazy.mark_step()
+        torch.testing.assert_close(y.cpu(), torch.relu(torch.addmm(b.cpu(), xs[-1].cpu(), w.cpu())))
+        after = lazyjit_torch.metrics()
+        self.assertEqual(after['graphs_translated'] - before['graphs_translated'], 8)
+        self.assertEqual(after['graphs_planned'] - before['graphs_planned'], 1)
+
     def test_backend_text_shows_the_lazyjit_program(self):
         t = rnd(3, 3).to(LAZY)
         text = torch._C._lazy._get_tensors_backend([torch.relu(t) + 1])

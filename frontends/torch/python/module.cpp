@@ -25,6 +25,7 @@ PYBIND11_MODULE(lazyjit_torch, m) {
         d["fallback_ops"] = t.fallback_ops;
         d["fallback_reasons"] = t.fallback_reasons;
         d["graphs_executed"] = l.graphs_executed;
+        d["graphs_planned"] = l.graphs_planned;
         d["compiles"] = l.compiles;
         d["kernels_compiled"] = l.kernels_compiled;
         d["cache_hits"] = l.cache_hits;
