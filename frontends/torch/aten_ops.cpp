@@ -21,23 +21,32 @@ Tensor cast(const Tensor& t, DType dtype) { return t.dtype() == dtype ? t : t.to
 
 int category(DType dtype) { return dtype == DType::Bool ? 0 : is_integral(dtype) ? 1 : 2; }
 
-/// The operands of an arithmetic op in the dtype PyTorch computes it in, the result's (so a
-/// Python number, a 0-dim float64, does not make a float32 op compute in float64).
+/// PyTorch's rule for a 0-dim operand beside a dimensioned one (a wrapped Python number, a
+/// scalar LTC passes as a 0-dim float64): it takes the other's dtype unless it is of a higher
+/// category (a float beside integers).
+void zero_dim_takes_the_others_dtype(Tensor& a, Tensor& b) {
+  if (b.dim() == 0 && a.dim() > 0 && category(b.dtype()) <= category(a.dtype())) b = cast(b, a.dtype());
+  if (a.dim() == 0 && b.dim() > 0 && category(a.dtype()) <= category(b.dtype())) a = cast(a, b.dtype());
+}
+
+/// The operands of an arithmetic op in the dtype PyTorch computes it in: the result's, as
+/// LTC gives it (so that a float32 op with a Python number does not compute in float64), or
+/// by the 0-dim rule when LTC gives none.
 std::vector<Tensor> arith(const Call& c, std::initializer_list<std::string_view> names) {
   std::vector<Tensor> ts;
   for (std::string_view name : names) ts.push_back(c.tensor(name));
   if (std::optional<DType> dtype = c.result_dtype(); dtype && *dtype != DType::Bool) {
     for (Tensor& t : ts) t = cast(t, *dtype);
+  } else if (ts.size() >= 2) {
+    zero_dim_takes_the_others_dtype(ts[0], ts[1]);
   }
   return ts;
 }
 
-/// The operands of a comparison: a 0-dim operand takes the other's dtype unless it is of a
-/// higher category (PyTorch's rule for wrapped numbers and 0-dim tensors).
+/// The operands of a comparison, by the 0-dim rule.
 std::pair<Tensor, Tensor> compared(const Call& c) {
   Tensor a = c.tensor("self"), b = c.tensor("other");
-  if (b.dim() == 0 && a.dim() > 0 && category(b.dtype()) <= category(a.dtype())) b = cast(b, a.dtype());
-  if (a.dim() == 0 && b.dim() > 0 && category(a.dtype()) <= category(b.dtype())) a = cast(a, b.dtype());
+  zero_dim_takes_the_others_dtype(a, b);
   return {a, b};
 }
 

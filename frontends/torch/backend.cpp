@@ -234,16 +234,16 @@ class LoweringContext : public tl::TSLoweringContext {
   LoweringContext(const std::string& name, tl::BackendDevice device, c10::ArrayRef<tl::Node*> post_order,
                   tl::Util::EmissionMap emit_status)
       : TSLoweringContext(name, device, post_order, emit_status) {
-    for (const tl::Node* node : post_order) {
-      const c10::ArrayRef<tl::Shape> shapes = node->shapes();  // empty for ops LTC cannot infer (cat)
-      for (size_t i = 0; i < shapes.size() && i < node->num_outputs(); ++i) shapes_.emplace(GetOutputOp(tl::Output(node, i)), shapes[i]);
-    }
+    for (const tl::Node* node : post_order) record_shapes(node);
   }
   LoweringContext(const std::string& name, tl::BackendDevice device) : TSLoweringContext(name, device) {}
 
+  /// Without a post-order (LTC's debug dumps) the graph is lowered root by root: the shapes
+  /// of the root's whole cone are recorded then.
   size_t AddResult(const tl::Output& output) override {
-    if (output.index < output.node->shapes().size()) shapes_.emplace(GetOutputOp(output), output.shape());
-    return TSLoweringContext::AddResult(output);
+    const size_t index = TSLoweringContext::AddResult(output);
+    for (const tl::Node* node : tl::Util::ComputePostOrder(output.node, &recorded_)) record_shapes(node);
+    return index;
   }
 
   tl::ComputationPtr Build() override {
@@ -254,7 +254,15 @@ class LoweringContext : public tl::TSLoweringContext {
   }
 
  private:
+  void record_shapes(const tl::Node* node) {
+    const c10::ArrayRef<tl::Shape> shapes = node->shapes();  // empty for ops LTC cannot infer (cat)
+    for (size_t i = 0; i < shapes.size() && i < node->num_outputs(); ++i) {
+      shapes_.emplace(GetOutputOp(tl::Output(node, i)), shapes[i]);
+    }
+  }
+
   ValueShapes shapes_;
+  tl::Util::EmissionMap recorded_;  // the nodes whose shapes are recorded, for AddResult
 };
 
 /// lazyjit's backend: the TorchScript backend's tracing, data and devices; lazyjit's
