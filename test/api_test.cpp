@@ -793,3 +793,78 @@ TEST(ApiThreadTest, MarkStepRacesWithOtherThreadsTensors) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Tensors over a front end's buffers (tensor_from_data, tensor_data): how the PyTorch front
+// end hands the runtime PyTorch's storage.
+
+namespace borrowed {
+
+/// A buffer the test owns, 64-byte aligned, with a counter of live copies.
+class Buffer final : public lazyjit::BackendData {
+ public:
+  Buffer(std::vector<int64_t> shape, size_t offset = 0) : BackendData(DType::Float32, std::move(shape)), offset_(offset) {
+    storage_.resize(static_cast<size_t>(numel()) + 32);
+  }
+  void* data() override {
+    auto p = reinterpret_cast<uintptr_t>(storage_.data());
+    return reinterpret_cast<float*>((p + 63) / 64 * 64) + offset_;
+  }
+  float* floats() { return static_cast<float*>(data()); }
+
+ private:
+  std::vector<float> storage_;
+  size_t offset_;
+};
+
+}  // namespace borrowed
+
+TEST(ApiTest, ATensorOverABorrowedBufferReadsItWithoutACopy) {
+  auto buffer = std::make_shared<borrowed::Buffer>(std::vector<int64_t>{2, 3});
+  for (int i = 0; i < 6; ++i) buffer->floats()[i] = static_cast<float>(i);
+  const int64_t bytes_in = lazyjit::metrics().bytes_in;
+  const Tensor t = lazyjit::tensor_from_data(buffer);
+  EXPECT_EQ(lazyjit::metrics().bytes_in, bytes_in);  // nothing copied in
+  EXPECT_EQ(t.shape(), (std::vector<int64_t>{2, 3}));
+  EXPECT_THAT((t * 2.0f).to_vector<float>(), ElementsAre(0, 2, 4, 6, 8, 10));
+  EXPECT_EQ(lazyjit::tensor_data(t).get(), buffer.get());
+}
+
+TEST(ApiTest, TensorDataMaterialisesAPendingTensor) {
+  const Tensor t = floats({1, 2, 3}, {3}) + 1.0f;
+  const lazyjit::BackendDataPtr data = lazyjit::tensor_data(t);
+  ASSERT_NE(data, nullptr);
+  const float* p = static_cast<const float*>(data->data());
+  EXPECT_EQ(std::vector<float>(p, p + 3), (std::vector<float>{2, 3, 4}));
+}
+
+TEST(ApiTest, ABorrowedBufferIsDonatedOnlyWhenNothingElseHoldsIt) {
+  // Held by the test too: the update takes a new buffer, the borrowed one keeps its values.
+  auto kept = std::make_shared<borrowed::Buffer>(std::vector<int64_t>{4});
+  std::fill_n(kept->floats(), 4, 1.0f);
+  Tensor a = lazyjit::tensor_from_data(kept);
+  a += 1.0f;
+  lazyjit::mark_step();
+  EXPECT_THAT(a.to_vector<float>(), ElementsAre(2, 2, 2, 2));
+  EXPECT_THAT(std::vector<float>(kept->floats(), kept->floats() + 4), ElementsAre(1, 1, 1, 1));
+  // Handed over: the step writes the result into it.
+  auto given = std::make_shared<borrowed::Buffer>(std::vector<int64_t>{4});
+  std::fill_n(given->floats(), 4, 1.0f);
+  borrowed::Buffer* raw = given.get();
+  Tensor b = lazyjit::tensor_from_data(std::move(given));
+  b += 1.0f;
+  const int64_t donations = lazyjit::metrics().donations;
+  lazyjit::mark_step();
+  EXPECT_EQ(lazyjit::metrics().donations, donations + 1);
+  EXPECT_EQ(lazyjit::tensor_data(b).get(), raw);
+  EXPECT_THAT(b.to_vector<float>(), ElementsAre(2, 2, 2, 2));
+}
+
+TEST(ApiTest, TensorFromDataRejectsAMisalignedOrMissingBuffer) {
+  EXPECT_EQ(error_of([] { lazyjit::tensor_from_data(nullptr); }), "tensor_from_data: the buffer is null");
+  auto misaligned = std::make_shared<borrowed::Buffer>(std::vector<int64_t>{4}, /*offset=*/1);
+  EXPECT_THAT(error_of([&] { lazyjit::tensor_from_data(misaligned); }),
+              HasSubstr("tensor_from_data: the buffer of float32 at 0x"));
+  EXPECT_THAT(error_of([&] { lazyjit::tensor_from_data(misaligned); }), HasSubstr("is not 64-byte aligned"));
+  EXPECT_EQ(error_of([] { lazyjit::tensor_data(Tensor()); }), "tensor_data: tensor is undefined");
+}

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "lazyjit/autograd.h"   // IWYU pragma: export
+#include "lazyjit/backend.h"    // IWYU pragma: export
 #include "lazyjit/dtype.h"      // IWYU pragma: export
 #include "lazyjit/error.h"      // IWYU pragma: export
 #include "lazyjit/nn.h"         // IWYU pragma: export
