@@ -566,7 +566,11 @@ const Entry kTable[] = {
    }},
   // Products.
   {"aten::mm", [](const Call& c) { return one(matmul(c.tensor("self"), c.tensor("mat2"))); }},
-  {"aten::bmm", [](const Call& c) { return one(matmul(c.tensor("self"), c.tensor("mat2"))); }},
+  {"aten::bmm", [](const Call& c) {
+     // Operands with their batch dims unmerged (translate.cpp): the product, merged as bmm's.
+     const Tensor r = matmul(c.tensor("self"), c.tensor("mat2"));
+     return one(r.dim() == 3 ? r : reshape(r, {-1, r.shape()[r.dim() - 2], r.shape().back()}));
+   }},
   {"aten::matmul", [](const Call& c) { return one(matmul(c.tensor("self"), c.tensor("other"))); }},
   {"aten::mv", [](const Call& c) { return one(matmul(c.tensor("self"), c.tensor("vec"))); }},
   {"aten::dot", [](const Call& c) { return one(matmul(c.tensor("self"), c.tensor("tensor"))); }},

@@ -71,13 +71,14 @@ Tensor slot_tensor(const std::vector<Tensor>& slots, int slot, const std::string
 }
 
 Tensor arg_tensor(const Arg& arg, const std::vector<Tensor>& slots, const std::string& op) {
+  if (arg.slot >= 0 && arg.transposed) return transpose(slot_tensor(slots, arg.slot, op), -2, -1);
   if (arg.slot >= 0) return slot_tensor(slots, arg.slot, op);
   if (arg.constant) return constant_tensor(*arg.constant, op);
   throw Untranslatable(op, "a list where a tensor is expected");
 }
 
 std::string arg_text(const Arg& arg) {
-  if (arg.slot >= 0) return c10::str("%", arg.slot);
+  if (arg.slot >= 0) return c10::str(arg.transposed ? "%" : "%", arg.slot, arg.transposed ? ".mT" : "");
   if (arg.constant) {
     std::ostringstream os;
     os << *arg.constant;
@@ -133,6 +134,54 @@ c10::IValue implicit_constant(const jit::Node& node, const Arg& input) {
   if (node.kind() == c10::aten::IntImplicit) return t.item().toLong();
   if (node.kind() == c10::aten::FloatImplicit) return t.item().toDouble();
   return at::isFloatingType(t.scalar_type()) ? c10::IValue(t.item().toDouble()) : c10::IValue(t.item().toLong());
+}
+
+bool is_view(c10::Symbol kind) {
+  return kind == c10::aten::view_copy || kind == c10::aten::view || kind == c10::aten::_unsafe_view ||
+         kind == c10::aten::reshape;
+}
+
+/// Whether `node` swaps the last two dims of a rank-3 tensor (transpose(x, 1, 2), as
+/// autograd writes bmm's gradients).
+bool swaps_last_two_dims(const jit::Node& node) {
+  if (node.kind() != c10::aten::transpose_copy && node.kind() != c10::aten::transpose) return false;
+  const c10::optional<c10::IValue> d0 = jit::toIValue(node.input(1)), d1 = jit::toIValue(node.input(2));
+  if (!d0 || !d1 || !d0->isInt() || !d1->isInt()) return false;
+  const int64_t a = (d0->toInt() + 3) % 3, b = (d1->toInt() + 3) % 3;
+  return std::min(a, b) == 1 && std::max(a, b) == 2;
+}
+
+/// The operands of a bmm when both are views that merge leading dims ([B, H, M, K] viewed as
+/// [B*H, M, K], as PyTorch's matmul of 4-D tensors lowers), each perhaps transposed after: the
+/// unmerged tensors, which lazyjit's matmul reads through their index maps, where a merged
+/// view of a permuted tensor would cost a division per element read. nullopt when the pattern
+/// does not hold.
+std::optional<std::pair<Arg, Arg>> unmerged_bmm_operands(const jit::Node& bmm,
+                                                         const std::unordered_map<const jit::Value*, Arg>& args_of,
+                                                         const ValueShapes& shapes) {
+  std::vector<Arg> sources;
+  std::vector<int64_t> batch;
+  for (size_t i = 0; i < 2; ++i) {
+    const jit::Value* merged = bmm.input(i);
+    const bool transposed = swaps_last_two_dims(*merged->node());
+    if (transposed) merged = merged->node()->input(0);
+    const jit::Node* view = merged->node();
+    if (!is_view(view->kind())) return std::nullopt;
+    const jit::Value* source = view->input(0);
+    const auto from = shapes.find(source), to = shapes.find(merged);
+    const auto arg = args_of.find(source);
+    if (from == shapes.end() || to == shapes.end() || arg == args_of.end() || arg->second.slot < 0) return std::nullopt;
+    const std::vector<int64_t>& src = from->second.sizes().vec(), dst = to->second.sizes().vec();
+    if (src.size() < 4 || dst.size() != 3 || src[src.size() - 2] != dst[1] || src.back() != dst[2]) return std::nullopt;
+    const std::vector<int64_t> leading(src.begin(), src.end() - 2);
+    int64_t batch_size = 1;
+    for (int64_t d : leading) batch_size *= d;
+    if (batch_size != dst[0] || (i == 1 && leading != batch)) return std::nullopt;
+    batch = leading;
+    sources.push_back(arg->second);
+    sources.back().transposed = transposed;
+  }
+  return std::pair{sources[0], sources[1]};
 }
 
 bool is_number_type(const c10::TypePtr& type) {
@@ -293,6 +342,9 @@ Program Program::translate(const jit::Graph& graph, const ValueShapes& shapes) {
       auto it = args_of.find(input);
       if (it == args_of.end()) throw Untranslatable(op, c10::str("reads %", input->debugName(), ", which lazyjit did not translate"));
       step.args.push_back(it->second);
+    }
+    if (node->kind() == c10::aten::bmm) {
+      if (auto unmerged = unmerged_bmm_operands(*node, args_of, shapes)) std::tie(step.args[0], step.args[1]) = *unmerged;
     }
     for (const jit::Value* output : node->outputs()) {
       if (output->type()->kind() != c10::TypeKind::TensorType) {

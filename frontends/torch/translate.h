@@ -41,9 +41,10 @@ using ValueShapes = std::unordered_map<const ::torch::jit::Value*, ::torch::lazy
 /// One argument of an aten call: a constant, the value of an earlier step (a slot), or a
 /// list of slots (Tensor[]).
 struct Arg {
-  std::optional<c10::IValue> constant;
+  std::optional<c10::IValue> constant = std::nullopt;
   int slot = -1;
-  std::vector<int> slots;
+  std::vector<int> slots = {};
+  bool transposed = false;  ///< the slot's value with its last two dims swapped
 };
 
 class Call;
@@ -124,12 +125,12 @@ class Program {
 
  private:
   struct Step {
-    const ::torch::jit::Node* node;
-    Lowering lowering;
-    std::vector<Arg> args;
-    std::vector<int> outputs;                        // slots
-    std::vector<std::optional<DType>> result_dtypes;  // from LTC's shapes
-    std::vector<std::optional<std::vector<int64_t>>> result_sizes;
+    const ::torch::jit::Node* node = nullptr;
+    Lowering lowering = nullptr;
+    std::vector<Arg> args = {};
+    std::vector<int> outputs = {};                        // slots
+    std::vector<std::optional<DType>> result_dtypes = {};  // from LTC's shapes
+    std::vector<std::optional<std::vector<int64_t>>> result_sizes = {};
   };
 
   size_t num_inputs_ = 0;

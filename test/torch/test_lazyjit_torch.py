@@ -171,6 +171,25 @@ class LinearAlgebraTest(Case):
         self.check(torch.matmul, rnd(2, 3, 5, 7), rnd(7, 4))
 
 
+class AttentionTest(Case):
+    @staticmethod
+    def attention(qkv):
+        def heads(i):  # [2, 4, 16, 8] views of a [32, 96] projection, as a GPT block makes them
+            return qkv[:, i * 32:(i + 1) * 32].reshape(2, 16, 4, 8).permute(0, 2, 1, 3)
+        scores = torch.matmul(heads(0), heads(1).transpose(-2, -1)) * 0.125
+        return torch.matmul(scores.softmax(-1), heads(2)).permute(0, 2, 1, 3).reshape(32, 32)
+
+    def test_batched_products_of_permuted_heads_and_their_gradients(self):
+        self.check(self.attention, rnd(32, 96))
+        self.check_grad(self.attention, (32, 96))
+
+    def test_the_products_keep_their_batch_dims_unmerged(self):
+        # LTC gives bmm's of [8, 16, 8] views; lazyjit multiplies the [2, 4, 16, 8] tensors.
+        text = torch._C._lazy._get_tensors_backend([self.attention(rnd(32, 96).to(LAZY))])
+        self.assertNotRegex(text, r'matmul %\d+, %\d+ : float32\[8,16,16\]')
+        self.assertRegex(text, r'matmul %\d+, %\d+ : float32\[2,4,16,16\]')
+
+
 class ViewAndIndexTest(Case):
     def test_views(self):
         x = rnd(4, 6, 5)
