@@ -415,6 +415,10 @@ class RuntimeTest(Case):
 
     def test_metrics_report_names_the_backend_counters(self):
         self.assertIn('torch_graphs_translated', lazyjit_torch.metrics_report())
+        # PyTorch's own report ends with the backend's (CreateMetricReport): lazyjit's counters.
+        report = torch._C._lazy._metrics_report()
+        self.assertIn('torch_fallback_graphs', report)
+        self.assertIn('kernels_launched', report)
 
 
 if __name__ == '__main__':
