@@ -175,6 +175,61 @@ TEST(PoolTest, MaxAndAveragePoolingMatchTheDefinition) {
                   "adaptive pooling");
 }
 
+/// PyTorch's adaptive average pooling, by its definition: window i of `out` over `in` spans
+/// floor(i * in / out) to ceil((i + 1) * in / out).
+std::vector<double> direct_adaptive_pool(const std::vector<int64_t>& s, const std::vector<double>& x, int64_t oh, int64_t ow) {
+  const int64_t planes = s[0] * s[1], h = s[2], w = s[3];
+  std::vector<double> out;
+  for (int64_t p = 0; p < planes; ++p) {
+    for (int64_t i = 0; i < oh; ++i) {
+      for (int64_t j = 0; j < ow; ++j) {
+        const int64_t r0 = i * h / oh, r1 = ((i + 1) * h + oh - 1) / oh, c0 = j * w / ow, c1 = ((j + 1) * w + ow - 1) / ow;
+        double sum = 0;
+        for (int64_t r = r0; r < r1; ++r) {
+          for (int64_t c = c0; c < c1; ++c) sum += x[(p * h + r) * w + c];
+        }
+        out.push_back(sum / static_cast<double>((r1 - r0) * (c1 - c0)));
+      }
+    }
+  }
+  return out;
+}
+
+TEST(PoolTest, AdaptivePoolingWithUnequalWindowsMatchesTheDefinition) {
+  std::mt19937 rng(7);
+  struct Case {
+    std::vector<int64_t> x;
+    Size2 out;
+  };
+  const Case cases[] = {{{2, 3, 5, 7}, {3, 4}}, {{1, 2, 7, 5}, {4, 2}}, {{1, 1, 3, 3}, {5, 5}}, {{2, 1, 6, 1}, {4, 1}}};
+  for (const Case& k : cases) {
+    const std::string context = fmt::format("{} -> {}x{}", fmt::join(k.x, "x"), k.out.h, k.out.w);
+    const std::vector<double> xs = random_values(rng, k.x[0] * k.x[1] * k.x[2] * k.x[3]);
+    const Tensor x = Tensor::from_vector<double>(xs, k.x);
+    const Tensor y = adaptive_avg_pool2d(x, k.out);
+    // The gradient of sum(y * g), taken before y is read, checked by central differences below.
+    const std::vector<double> gs = random_values(rng, y.numel());
+    const Tensor g = Tensor::from_vector<double>(gs, y.shape());
+    const Tensor dx_lazy = grad(sum(y * g), {x})[0];
+    EXPECT_EQ(y.shape(), (std::vector<int64_t>{k.x[0], k.x[1], k.out.h, k.out.w})) << context;
+    expect_near_all(y.to_vector<double>(), direct_adaptive_pool(k.x, xs, k.out.h, k.out.w), 1e-12, context);
+    const std::vector<double> dx = dx_lazy.to_vector<double>();
+    const double eps = 1e-6;
+    for (int64_t e = 0; e < x.numel(); e += 3) {
+      std::vector<double> up = xs, down = xs;
+      up[e] += eps;
+      down[e] -= eps;
+      auto f = [&](const std::vector<double>& v) {
+        const std::vector<double> pooled = direct_adaptive_pool(k.x, v, k.out.h, k.out.w);
+        double total = 0;
+        for (size_t q = 0; q < pooled.size(); ++q) total += pooled[q] * gs[q];
+        return total;
+      };
+      EXPECT_NEAR(dx[e], (f(up) - f(down)) / (2 * eps), 1e-6) << context << " element " << e;
+    }
+  }
+}
+
 TEST(ConvTest, BadShapesAndArgumentsNameTheOpAndValues) {
   const Tensor x = zeros({2, 4, 5, 5}), w = zeros({6, 4, 3, 3});
   expect_error([&] { conv2d(zeros({4, 5}), w); }, "conv2d: expected an input of shape [N, C, H, W], got [4,5]");
@@ -197,9 +252,9 @@ TEST(ConvTest, BadShapesAndArgumentsNameTheOpAndValues) {
   expect_error([&] { max_pool2d(x, 3, 1, 2); }, "max_pool2d: padding 2x2 should be at most half the kernel size 3x3");
   expect_error([&] { max_pool2d(x, 6); }, "max_pool2d: a 6x6 window (dilation 1x1) is larger than the padded input 5x5");
   expect_error([&] { avg_pool2d(zeros({1, 1, 4, 4}, DType::Int64), 2); }, "avg_pool2d: expected a float input, got int64");
-  expect_error([&] { adaptive_avg_pool2d(x, 2); },
-               "adaptive_avg_pool2d: output size 2x2 must divide the input's 5x5 (windows of unequal size are not "
-               "supported)");
+  expect_error([&] { adaptive_avg_pool2d(x, {0, 2}); }, "adaptive_avg_pool2d: output size 0x2 must be positive");
+  expect_error([&] { adaptive_avg_pool2d(zeros({1, 1, 4, 4}, DType::Int32), 3); },
+               "adaptive_avg_pool2d: expected a float input, got int32");
 }
 
 }  // namespace

@@ -241,8 +241,9 @@ Tensor max_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> strid
 /// The mean of each window, counting the zero padding unless `count_include_pad` is false.
 Tensor avg_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> stride = std::nullopt, Size2 padding = 0,
                   bool count_include_pad = true);
-/// Means over equal windows that tile the input into `output_size` (it must divide H and W;
-/// 1x1 is global average pooling).
+/// The mean of each of PyTorch's adaptive windows: output element (i, j) averages rows
+/// floor(i*H/OH) to ceil((i+1)*H/OH) and likewise columns, so windows may differ in size and
+/// overlap when the output size does not divide the input's (1x1 is global average pooling).
 Tensor adaptive_avg_pool2d(const Tensor& x, Size2 output_size);
 /// PyTorch's F.unfold: the sliding windows of x [N, C, H, W] as [N, C*kh*kw, OH*OW] (im2col).
 Tensor unfold(const Tensor& x, Size2 kernel_size, Size2 dilation = 1, Size2 padding = 0, Size2 stride = 1);

@@ -146,21 +146,43 @@ Tensor avg_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> strid
   return reshape(summed / count, {x.shape()[0], x.shape()[1], view.shape()[3], view.shape()[4]});
 }
 
+namespace {
+
+/// The [out, in] matrix whose row i averages PyTorch's adaptive window i of an extent `in`:
+/// positions floor(i * in / out) to ceil((i + 1) * in / out), windows that may differ in size
+/// and overlap. Built from run-time values, so the graph is the same for every size.
+Tensor adaptive_window_weights(int64_t in, int64_t out, DType dtype) {
+  const Tensor i = unsqueeze(arange(out), 1), j = unsqueeze(arange(in), 0);
+  const Tensor start = floor_divide(i * Scalar(in), Scalar(out));
+  const Tensor end = floor_divide((i + Scalar(1)) * Scalar(in) + Scalar(out - 1), Scalar(out));
+  const Tensor inside = logical_and(ge(j, start), lt(j, end));
+  return inside.to(dtype) / (end - start).to(dtype);
+}
+
+}  // namespace
+
 Tensor adaptive_avg_pool2d(const Tensor& x, Size2 output_size) {
   value_of(x, "adaptive_avg_pool2d");
   if (x.dim() == 3) return squeeze(adaptive_avg_pool2d(unsqueeze(x, 0), output_size), 0);
   if (x.dim() != 4) {
     throw Error(fmt::format("adaptive_avg_pool2d: expected an input of shape [N, C, H, W], got {}", shape_text(x)));
   }
+  if (!is_floating(x.dtype())) {
+    throw Error(fmt::format("adaptive_avg_pool2d: expected a float input, got {}", dtype_name(x.dtype())));
+  }
   const int64_t h = x.shape()[2], w = x.shape()[3];
-  if (output_size.h < 1 || output_size.w < 1 || h % output_size.h != 0 || w % output_size.w != 0) {
-    throw Error(fmt::format("adaptive_avg_pool2d: output size {}x{} must divide the input's {}x{} (windows of unequal "
-                            "size are not supported)",
-                            output_size.h, output_size.w, h, w));
+  if (output_size.h < 1 || output_size.w < 1) {
+    throw Error(fmt::format("adaptive_avg_pool2d: output size {}x{} must be positive", output_size.h, output_size.w));
   }
   if (output_size.h == 1 && output_size.w == 1) return mean(x, {2, 3}, /*keepdim=*/true);  // global pooling
-  const Size2 window{h / output_size.h, w / output_size.w};
-  return avg_pool2d(x, window, window, 0);
+  if (h % output_size.h == 0 && w % output_size.w == 0) {  // equal windows that tile the input
+    const Size2 window{h / output_size.h, w / output_size.w};
+    return avg_pool2d(x, window, window, 0);
+  }
+  // Unequal windows: the means along H and along W as two products with averaging matrices.
+  const Tensor rows = adaptive_window_weights(h, output_size.h, x.dtype());
+  const Tensor cols = adaptive_window_weights(w, output_size.w, x.dtype());
+  return matmul(matmul(rows, x), transpose(cols, 0, 1));
 }
 
 }  // namespace lazyjit

@@ -242,6 +242,7 @@ class NnTest(Case):
         self.check(lambda t: F.max_pool2d(t, 3, stride=2, padding=1), x)
         self.check(lambda t: F.avg_pool2d(t, 2), x)
         self.check(lambda t: F.adaptive_avg_pool2d(t, 1), x)
+        self.check(lambda t: F.adaptive_avg_pool2d(t, (4, 3)), x)  # unequal, overlapping windows
         self.check(lambda t, k: F.conv1d(t, k, padding=1), rnd(2, 3, 10), rnd(4, 3, 3, seed=4))
 
     def test_normalisation_and_losses(self):
@@ -260,6 +261,7 @@ class NnTest(Case):
             (lambda x, w: F.conv2d(x, w, padding=1), [(2, 3, 6, 5), (4, 3, 3, 3)]),
             (lambda x: F.max_pool2d(x, 2), [(2, 3, 6, 6)]), (lambda x: F.avg_pool2d(x, 2), [(2, 3, 6, 6)]),
             (lambda x: F.adaptive_avg_pool2d(x, 1), [(2, 3, 4, 4)]),
+            (lambda x: F.adaptive_avg_pool2d(x, (3, 2)), [(2, 3, 5, 7)]),
             (lambda x, g, b: F.layer_norm(x, (6,), g, b), [(4, 6), (6,), (6,)]),
             (lambda x: x.sum(0).mean(), [(3, 4)]), (lambda a, b: F.mse_loss(a, b), [(4, 5), (4, 5)]),
             (lambda w: F.embedding(torch.tensor([[1, 2], [1, 0]]).to(w.device), w), [(4, 3)]),
