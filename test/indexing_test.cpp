@@ -270,7 +270,9 @@ TEST(ScatterTest, AnIndexOutOfRangeAndBadArgumentsAreErrors) {
   expect_error([&] { scatter(x, 0, Tensor::from_vector<int64_t>({5}, {1, 1}), ones({1, 1})).to_vector<float>(); },
                "scatter: index 5 is out of range for dim 0 of size 3");
   expect_error([&] { index_put(x, Tensor::from_vector<int64_t>({-4}, {1}), ones({2})).to_vector<float>(); },
-               "index_copy: index -1 is out of range for dim 0 of size 3");
+               "index_put: index -4 is out of range for dim 0 of size 3");
+  expect_error([&] { index_put(x, Tensor::from_vector<int64_t>({1, 3}, {2}), ones({2}), true).to_vector<float>(); },
+               "index_put: index 3 is out of range for dim 0 of size 3");
   expect_error([&] { index_add(zeros({0, 2}), 0, Tensor::from_vector<int64_t>({0}, {1}), ones({1, 2})).to_vector<float>(); },
                "index_add: index 0 is out of range for dim 0 of size 0");
   expect_error([&] { index_add(x, 0, Tensor::from_vector<int64_t>({0}, {1}), ones({1, 3})); },

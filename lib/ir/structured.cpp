@@ -193,8 +193,9 @@ absl::Status check_scan(const OpInfo& info, const Shape& in, const Node::Attrs& 
 /// A scatter's operands against its input `in` (the result's shape): PyTorch's rules.
 absl::Status check_scatter(OpKind op, const Shape& in, const Shape& index, const Shape& src, const Node::Attrs& attrs) {
   const std::string_view name = op_name(op);
-  if (attrs.size() != 2 || (attrs[1] != 0 && attrs[1] != 1)) {
-    return invalid(fmt::format("{}: expected attrs {{dim, accumulate (0 or 1)}}", name));
+  if ((attrs.size() != 2 && attrs.size() != 3) || (attrs[1] != 0 && attrs[1] != 1) ||
+      (attrs.size() == 3 && attrs[2] != 0 && attrs[2] != 1)) {
+    return invalid(fmt::format("{}: expected attrs {{dim, accumulate (0 or 1)[, from index_put (0 or 1)]}}", name));
   }
   const int64_t dim = attrs[0];
   const int64_t rank = static_cast<int64_t>(in.size());
@@ -444,12 +445,18 @@ std::string division_error(OpKind op) { return fmt::format("{}: integer division
 
 std::string_view user_op_name(OpKind op, const Node::Attrs& attrs) {
   if (op == OpKind::Scatter) return attrs[1] == 1 ? "scatter_add" : "scatter";
+  if (op == OpKind::IndexScatter && attrs.size() == 3 && attrs[2] == 1) return "index_put";
   if (op == OpKind::IndexScatter) return attrs[1] == 1 ? "index_add" : "index_copy";
   return op_name(op);
 }
 
 std::string index_error(OpKind op, const Node::Attrs& attrs, int64_t index, int64_t size) {
   if (op == OpKind::OneHot) return fmt::format("one_hot: index {} is out of range for {} classes", index, size);
+  if (user_op_name(op, attrs) == "index_put") {
+    // index_put counted a negative index from the end (index + size): the user's was index - size.
+    return fmt::format("index_put: index {} is out of range for dim {} of size {}", index < 0 ? index - size : index,
+                       attrs[0], size);
+  }
   return fmt::format("{}: index {} is out of range for dim {} of size {}", user_op_name(op, attrs), index, attrs[0], size);
 }
 

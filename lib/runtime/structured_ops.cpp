@@ -555,7 +555,8 @@ Tensor scan(OpKind op, const Tensor& t, int64_t dim) {
   return pending(check(ir::make_structured(op, {std::move(x)}, {d})));
 }
 
-/// A scatter along `dim` of src into t at index (int32 or int64), adding or replacing.
+/// A scatter along `dim` of src into t at index (int32 or int64), adding or replacing. An
+/// index_put's scatter is marked so that its errors name index_put and the user's index.
 Tensor scatter_node(OpKind op, std::string_view name, const Tensor& t, int64_t dim, const Tensor& index,
                     const Tensor& src, bool accumulate) {
   ir::NodePtr x = value_of(t, name);
@@ -564,8 +565,9 @@ Tensor scatter_node(OpKind op, std::string_view name, const Tensor& t, int64_t d
   if (x->rank() == 0) throw Error(fmt::format("{}: a rank-0 tensor has no dim to scatter along", name));
   const int64_t d = wrap_dim(name, dim, x->rank());
   if (op == OpKind::IndexScatter && i->rank() == 0) i = reshape_node(std::move(i), {1});
-  return pending(traced::check_as(
-      name, ir::make_structured(op, {std::move(x), std::move(i), std::move(v)}, {d, accumulate ? 1 : 0})));
+  ir::Node::Attrs attrs = {d, accumulate ? 1 : 0};
+  if (name == "index_put") attrs.push_back(1);
+  return pending(traced::check_as(name, ir::make_structured(op, {std::move(x), std::move(i), std::move(v)}, std::move(attrs))));
 }
 
 }  // namespace
@@ -600,7 +602,7 @@ Tensor index_put(const Tensor& t, const Tensor& index, const Tensor& values, boo
                             dtype_name(i->dtype())));
   }
   // The indexed rows, as PyTorch's t[index] = values: values broadcast to index.shape + the
-  // rows' shape, negative indices counted from the end.
+  // rows' shape, negative indices counted from the end (an error reports the user's index).
   std::vector<int64_t> shape(i->shape().begin(), i->shape().end());
   std::vector<int64_t> flat = {-1};
   for (size_t d = 1; d < x->shape().size(); ++d) {
