@@ -51,14 +51,18 @@ int train(const DigitsData& data) {
   const digits::Split split = digits::fixed_split(data.rows());
   torch::manual_seed(0);
   auto model = std::make_shared<Mlp>(device);
-  torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(1e-2));
+  torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(5e-3));
   constexpr int64_t kBatch = 64;
   constexpr int kEpochs = 15;
   for (int epoch = 0; epoch < kEpochs; ++epoch) {
     double loss_sum = 0;
     int batches = 0;
+    // The training rows in a new seeded order each epoch.
+    const torch::Tensor order = torch::randperm(static_cast<int64_t>(split.train.size()), torch::kInt64);
+    const int64_t* o = order.data_ptr<int64_t>();
     for (size_t start = 0; start + kBatch <= split.train.size(); start += kBatch) {
-      const std::vector<int64_t> index(split.train.begin() + start, split.train.begin() + start + kBatch);
+      std::vector<int64_t> index(kBatch);
+      for (int64_t b = 0; b < kBatch; ++b) index[b] = split.train[o[start + b]];
       opt.zero_grad();
       torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(rows(data, index, device)), labels(data, index, device));
       loss.backward();
