@@ -157,8 +157,15 @@ class Computation : public tl::TSComputation {
         live.push_back(std::move(input.buffer));
       }
     }
-    // The inputs' handles go with the run, so a dead buffer is held by its IR leaf alone.
-    std::vector<Tensor> outputs = program_->run(std::move(inputs));
+    // The inputs' handles go with the run, so a dead buffer is held by its IR leaf alone. A
+    // trace lazyjit rejects (arguments unlike those compiled for) falls back; errors found
+    // when the graph runs (an index out of range) are the user's.
+    std::vector<Tensor> outputs;
+    try {
+      outputs = program_->run(std::move(inputs));
+    } catch (const Error& e) {
+      throw Untranslatable("lazyjit error", e.what());
+    }
     if (dead.empty()) {
       sync(outputs);
     } else {
