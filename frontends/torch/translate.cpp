@@ -90,7 +90,7 @@ std::string arg_text(const Arg& arg) {
 }
 
 /// A `prim::ListConstruct` of constants as one constant list, or of values as a list of slots.
-Arg list_arg(const jit::Node& node, const std::unordered_map<const jit::Value*, Arg>& args_of) {
+Arg list_arg(const jit::Node& node, const ArgsOf& args_of) {
   const std::string op = node.kind().toQualString();
   std::vector<const Arg*> elements;
   for (const jit::Value* input : node.inputs()) elements.push_back(&args_of.at(input));
@@ -156,8 +156,7 @@ bool swaps_last_two_dims(const jit::Node& node) {
 /// unmerged tensors, which lazyjit's matmul reads through their index maps, where a merged
 /// view of a permuted tensor would cost a division per element read. nullopt when the pattern
 /// does not hold.
-std::optional<std::pair<Arg, Arg>> unmerged_bmm_operands(const jit::Node& bmm,
-                                                         const std::unordered_map<const jit::Value*, Arg>& args_of,
+std::optional<std::pair<Arg, Arg>> unmerged_bmm_operands(const jit::Node& bmm, const ArgsOf& args_of,
                                                          const ValueShapes& shapes) {
   std::vector<Arg> sources;
   std::vector<int64_t> batch;
@@ -306,7 +305,7 @@ void Call::unsupported(const std::string& why) const { throw Untranslatable(op()
 
 Program Program::translate(const jit::Graph& graph, const ValueShapes& shapes) {
   Program program;
-  std::unordered_map<const jit::Value*, Arg> args_of;
+  ArgsOf args_of;
   for (const jit::Value* input : graph.inputs()) {
     if (input->type()->kind() != c10::TypeKind::TensorType && !is_number_type(input->type())) {
       throw Untranslatable("graph input", c10::str("%", input->debugName(), " is a ", input->type()->str()));
@@ -314,56 +313,18 @@ Program Program::translate(const jit::Graph& graph, const ValueShapes& shapes) {
     args_of[input] = Arg{.slot = program.num_slots_++};
   }
   program.num_inputs_ = graph.inputs().size();
-
   for (const jit::Node* node : graph.nodes()) {
-    const std::string op = node->kind().toQualString();
     if (node->kind() == c10::prim::Constant) {
       args_of[node->output()] = Arg{.constant = jit::toIValue(node->output())};
-      continue;
-    }
-    if (node->kind() == c10::prim::ListConstruct) {
+    } else if (node->kind() == c10::prim::ListConstruct) {
       args_of[node->output()] = list_arg(*node, args_of);
-      continue;
-    }
-    if (is_implicit_conversion(node->kind())) {  // SymInt arguments: a constant 0-dim tensor read as a number
+    } else if (is_implicit_conversion(node->kind())) {  // SymInt arguments: a constant 0-dim tensor read as a number
       args_of[node->output()] = Arg{.constant = implicit_constant(*node, args_of.at(node->input(0)))};
-      continue;
-    }
-    if (!node->kind().is_aten()) {
-      const bool used = std::any_of(node->outputs().begin(), node->outputs().end(), [](const jit::Value* v) { return v->hasUses(); });
-      if (used) throw Untranslatable(op, "lazyjit does not translate this node");
-      continue;  // the NamedTuple that multi-result builtins leave behind
-    }
-    const Lowering lowering = find_lowering(node->kind());
-    if (!lowering) throw Untranslatable(op, "lazyjit has no translation of this op");
-    if (!node->maybeSchema()) throw Untranslatable(op, "the node matches no schema");
-    Step step{.node = node, .lowering = lowering};
-    for (const jit::Value* input : node->inputs()) {
-      auto it = args_of.find(input);
-      if (it == args_of.end()) throw Untranslatable(op, c10::str("reads %", input->debugName(), ", which lazyjit did not translate"));
-      step.args.push_back(it->second);
-    }
-    if (node->kind() == c10::aten::bmm) {
-      if (auto unmerged = unmerged_bmm_operands(*node, args_of, shapes)) std::tie(step.args[0], step.args[1]) = *unmerged;
-    }
-    for (const jit::Value* output : node->outputs()) {
-      if (output->type()->kind() != c10::TypeKind::TensorType) {
-        throw Untranslatable(op, c10::str("gives a ", output->type()->str(), ", not a tensor"));
-      }
-      step.outputs.push_back(program.num_slots_);
-      args_of[output] = Arg{.slot = program.num_slots_++};
-      auto shape = shapes.find(output);
-      if (shape == shapes.end()) {
-        step.result_dtypes.push_back(std::nullopt);
-        step.result_sizes.push_back(std::nullopt);
-        continue;
-      }
-      const std::optional<DType> dtype = to_dtype(shape->second.scalar_type());
-      if (!dtype) throw Untranslatable(op, c10::str("gives ", shape->second.scalar_type(), ", a dtype lazyjit does not have"));
-      step.result_dtypes.push_back(dtype);
-      step.result_sizes.push_back(shape->second.sizes().vec());
-    }
-    program.steps_.push_back(std::move(step));
+    } else if (node->kind().is_aten()) {
+      program.steps_.push_back(program.aten_step(*node, args_of, shapes));
+    } else if (std::any_of(node->outputs().begin(), node->outputs().end(), [](const jit::Value* v) { return v->hasUses(); })) {
+      throw Untranslatable(node->kind().toQualString(), "lazyjit does not translate this node");
+    }  // else the NamedTuple that multi-result builtins leave behind, read by nothing
   }
   for (const jit::Value* output : graph.outputs()) {
     auto it = args_of.find(output);
@@ -373,6 +334,37 @@ Program Program::translate(const jit::Graph& graph, const ValueShapes& shapes) {
     program.outputs_.push_back(it->second);
   }
   return program;
+}
+
+Program::Step Program::aten_step(const jit::Node& node, ArgsOf& args_of, const ValueShapes& shapes) {
+  const std::string op = node.kind().toQualString();
+  const Lowering lowering = find_lowering(node.kind());
+  if (!lowering) throw Untranslatable(op, "lazyjit has no translation of this op");
+  if (!node.maybeSchema()) throw Untranslatable(op, "the node matches no schema");
+  Step step{.node = &node, .lowering = lowering};
+  for (const jit::Value* input : node.inputs()) {
+    auto it = args_of.find(input);
+    if (it == args_of.end()) throw Untranslatable(op, c10::str("reads %", input->debugName(), ", which lazyjit did not translate"));
+    step.args.push_back(it->second);
+  }
+  if (node.kind() == c10::aten::bmm) {
+    if (auto unmerged = unmerged_bmm_operands(node, args_of, shapes)) std::tie(step.args[0], step.args[1]) = *unmerged;
+  }
+  for (const jit::Value* output : node.outputs()) {
+    if (output->type()->kind() != c10::TypeKind::TensorType) {
+      throw Untranslatable(op, c10::str("gives a ", output->type()->str(), ", not a tensor"));
+    }
+    step.outputs.push_back(num_slots_);
+    args_of[output] = Arg{.slot = num_slots_++};
+    auto shape = shapes.find(output);
+    std::optional<DType> dtype;
+    if (shape != shapes.end() && !(dtype = to_dtype(shape->second.scalar_type()))) {
+      throw Untranslatable(op, c10::str("gives ", shape->second.scalar_type(), ", a dtype lazyjit does not have"));
+    }
+    step.result_dtypes.push_back(dtype);
+    step.result_sizes.push_back(shape == shapes.end() ? std::nullopt : std::optional(shape->second.sizes().vec()));
+  }
+  return step;
 }
 
 std::vector<Tensor> Program::run(std::vector<Tensor> inputs) const {

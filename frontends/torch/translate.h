@@ -38,6 +38,10 @@ c10::ScalarType to_scalar_type(DType dtype);
 /// What Lazy Tensor Core knows of each lowered value: its dtype and sizes.
 using ValueShapes = std::unordered_map<const ::torch::jit::Value*, ::torch::lazy::Shape>;
 
+struct Arg;
+/// How the translation reads each value of the graph.
+using ArgsOf = std::unordered_map<const ::torch::jit::Value*, Arg>;
+
 /// One argument of an aten call: a constant, the value of an earlier step (a slot), or a
 /// list of slots (Tensor[]).
 struct Arg {
@@ -132,6 +136,9 @@ class Program {
     std::vector<std::optional<DType>> result_dtypes = {};  // from LTC's shapes
     std::vector<std::optional<std::vector<int64_t>>> result_sizes = {};
   };
+
+  /// The step of one aten call: its table entry, arguments, and result slots with LTC's shapes.
+  Step aten_step(const ::torch::jit::Node& node, ArgsOf& args_of, const ValueShapes& shapes);
 
   size_t num_inputs_ = 0;
   int num_slots_ = 0;
