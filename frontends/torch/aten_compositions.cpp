@@ -1,0 +1,421 @@
+// The lazyjit compositions of aten ops that take more than a line, and the helpers they share
+// with the table (aten_ops.cpp): argument reading, PyTorch's dtype rules, autograd reuse.
+#include "aten_compositions.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numbers>
+
+#include "lazyjit/autograd.h"
+
+namespace lazyjit::ltc::aten {
+
+namespace {
+
+int category(DType dtype) { return dtype == DType::Bool ? 0 : is_integral(dtype) ? 1 : 2; }
+
+/// PyTorch's rule for a 0-dim operand beside a dimensioned one (a wrapped Python number, a
+/// scalar LTC passes as a 0-dim float64): it takes the other's dtype unless it is of a higher
+/// category (a float beside integers).
+void zero_dim_takes_the_others_dtype(Tensor& a, Tensor& b) {
+  if (b.dim() == 0 && a.dim() > 0 && category(b.dtype()) <= category(a.dtype())) b = cast(b, a.dtype());
+  if (a.dim() == 0 && b.dim() > 0 && category(a.dtype()) <= category(b.dtype())) a = cast(a, b.dtype());
+}
+
+/// The rows of NLL over [N, C] log-probabilities: the picked log-probability, and its weight
+/// (0 at ignore_index).
+std::pair<Tensor, Tensor> nll_rows(const Call& c, const Tensor& self, const Tensor& target) {
+  const int64_t ignore = c.integer("ignore_index");
+  const Tensor valid = ne(target, Scalar(ignore));
+  const Tensor safe = where(valid, target, Scalar(int64_t{0}));
+  const Tensor picked = squeeze(gather(self, 1, unsqueeze(safe, 1)), 1);
+  Tensor weight = c.has("weight") ? index_select(cast(c.tensor("weight"), self.dtype()), 0, safe) : ones(target.shape(), self.dtype());
+  weight = where(valid, weight, Scalar(0.0));
+  return {picked, weight};
+}
+
+/// NLL's operands as [N, C] and [N]: a single sample ([C] and []) becomes a batch of one.
+std::pair<Tensor, Tensor> nll_operands(const Call& c) {
+  Tensor self = c.tensor("self"), target = c.tensor("target");
+  if (self.dim() == 1) return {unsqueeze(self, 0), unsqueeze(target, 0)};
+  if (self.dim() != 2) c.unsupported(c10::str("input of rank ", self.dim(), " (lazyjit translates rank 1 and 2)"));
+  return {self, target};
+}
+
+}  // namespace
+
+/// squeeze without a dim: every dim of size 1 goes.
+Tensor squeeze_all(const Tensor& t) {
+  std::vector<int64_t> shape;
+  for (int64_t s : t.shape()) {
+    if (s != 1) shape.push_back(s);
+  }
+  return reshape(t, shape);
+}
+
+Tensor cast(const Tensor& t, DType dtype) { return t.dtype() == dtype ? t : t.to(dtype); }
+
+/// The operands of an arithmetic op in the dtype PyTorch computes it in: the result's, as
+/// LTC gives it (so that a float32 op with a Python number does not compute in float64), or
+/// by the 0-dim rule when LTC gives none.
+std::vector<Tensor> arith(const Call& c, std::initializer_list<std::string_view> names) {
+  std::vector<Tensor> ts;
+  for (std::string_view name : names) ts.push_back(c.tensor(name));
+  if (std::optional<DType> dtype = c.result_dtype(); dtype && *dtype != DType::Bool) {
+    for (Tensor& t : ts) t = cast(t, *dtype);
+  } else if (ts.size() >= 2) {
+    zero_dim_takes_the_others_dtype(ts[0], ts[1]);
+  }
+  return ts;
+}
+
+/// The operands of a comparison, by the 0-dim rule.
+std::pair<Tensor, Tensor> compared(const Call& c) {
+  Tensor a = c.tensor("self"), b = c.tensor("other");
+  zero_dim_takes_the_others_dtype(a, b);
+  return {a, b};
+}
+
+/// `t` times the argument `name` (alpha, beta, value), skipped when that is the constant 1.
+Tensor scaled(const Call& c, const Tensor& t, std::string_view name) {
+  if (!c.has(name)) return t;
+  const Tensor s = c.tensor(name);
+  return t * cast(s, t.dtype());
+}
+
+bool is_constant_one(const Call& c, std::string_view name) { return !c.has(name) || c.constant_number(name) == 1.0; }
+
+Tensor times(const Call& c, const Tensor& t, std::string_view name) { return is_constant_one(c, name) ? t : scaled(c, t, name); }
+
+/// Optional int[] dims (None or [] reduce everything, as PyTorch).
+std::vector<int64_t> dims_of(const Call& c, std::string_view name) { return c.has(name) ? c.ints(name) : std::vector<int64_t>{}; }
+
+bool keepdim(const Call& c) { return c.has("keepdim") && c.boolean("keepdim"); }
+
+Tensor with_dtype(const Call& c, Tensor t) {
+  if (std::optional<DType> d = c.dtype("dtype")) return cast(t, *d);
+  return t;
+}
+
+/// The vector-Jacobian product of a lazyjit composition: how backward ops with no simpler
+/// form reuse lazyjit's autograd (each output of `forward` seeded with `grad`).
+Results vjp(const Tensor& output, const std::vector<Tensor>& inputs, const Tensor& grad) {
+  return lazyjit::grad(output, inputs, cast(grad, output.dtype()));
+}
+
+Results one(Tensor t) { return {std::move(t)}; }
+
+Results nll_loss_forward(const Call& c) {
+  auto [self, target] = nll_operands(c);
+  auto [picked, weight] = nll_rows(c, self, target);
+  const Tensor losses = -(picked * weight);
+  const Tensor total = sum(weight);
+  switch (c.integer("reduction")) {
+    case 0: return {c.tensor("self").dim() == 1 ? squeeze(losses, 0) : losses, zeros({}, self.dtype())};
+    case 1: return {sum(losses) / total, total};
+    case 2: return {sum(losses), total};
+  }
+  c.unsupported("an unknown reduction");
+}
+
+Results nll_loss_backward(const Call& c) {
+  auto [self, target] = nll_operands(c);
+  auto [picked, weight] = nll_rows(c, self, target);
+  Tensor g = cast(c.tensor("grad_output"), self.dtype());
+  const int64_t reduction = c.integer("reduction");
+  if (reduction == 0 && g.dim() == 0) g = unsqueeze(g, 0);  // a single sample
+  Tensor row_scale = -(g * weight);
+  if (reduction == 1) row_scale = row_scale / cast(c.tensor("total_weight"), self.dtype());
+  const Tensor safe = where(ne(target, Scalar(c.integer("ignore_index"))), target, Scalar(int64_t{0}));
+  Tensor grad = cast(one_hot(safe, self.shape()[1]), self.dtype()) * unsqueeze(row_scale, 1);
+  return one(c.tensor("self").dim() == 1 ? squeeze(grad, 0) : grad);
+}
+
+Results max_min(const Call& c, bool is_max) {
+  if (c.has("other")) return one(is_max ? maximum(c.tensor("self"), c.tensor("other")) : minimum(c.tensor("self"), c.tensor("other")));
+  if (c.has("dim")) {
+    ValuesIndices r = is_max ? max(c.tensor("self"), c.integer("dim"), keepdim(c)) : min(c.tensor("self"), c.integer("dim"), keepdim(c));
+    return {r.values, r.indices};
+  }
+  return one(is_max ? amax(c.tensor("self")) : amin(c.tensor("self")));
+}
+
+Results arg_extremum(const Call& c, bool is_max) {
+  Tensor self = c.tensor("self");
+  auto f = is_max ? static_cast<Tensor (*)(const Tensor&, int64_t, bool)>(argmax) : argmin;
+  if (c.has("dim")) return one(f(self, c.integer("dim"), keepdim(c)));
+  Tensor flat = f(reshape(self, {-1}), 0, false);
+  return one(keepdim(c) ? reshape(flat, std::vector<int64_t>(self.dim(), 1)) : flat);
+}
+
+/// var and std: `unbiased` (bool) or `correction` (0 or 1).
+bool unbiased(const Call& c) {
+  if (c.has("correction")) {
+    const int64_t correction = c.integer("correction");
+    if (correction != 0 && correction != 1) c.unsupported(c10::str("correction ", correction, " (lazyjit has 0 and 1)"));
+    return correction == 1;
+  }
+  return !c.has("unbiased") || c.boolean("unbiased");
+}
+
+Results softmax_backward(const Call& c, bool log) {
+  const Tensor g = c.tensor("grad_output"), out = c.tensor("output");
+  const int64_t dim = c.integer("dim");
+  if (log) return one(g - exp(out) * sum(g, {dim}, true));
+  return one(out * (g - sum(g * out, {dim}, true)));
+}
+
+Results addmm_like(const Call& c, std::string_view a, std::string_view b) {
+  Tensor product = times(c, matmul(c.tensor(a), c.tensor(b)), "alpha");
+  if (c.has("beta") && !is_constant_one(c, "beta")) {
+    if (c.constant_number("beta") == 0.0) return one(product);  // beta 0 ignores self, NaN included
+    return one(product + scaled(c, cast(c.tensor("self"), product.dtype()), "beta"));
+  }
+  return one(product + cast(c.tensor("self"), product.dtype()));
+}
+
+Results select(const Call& c) {
+  const Tensor self = c.tensor("self");
+  const int64_t dim = c.integer("dim") < 0 ? c.integer("dim") + self.dim() : c.integer("dim");
+  int64_t index = c.integer("index");
+  if (dim < 0 || dim >= self.dim()) c.unsupported(c10::str("dim ", c.integer("dim"), " of a rank-", self.dim(), " tensor"));
+  const int64_t size = self.shape()[dim];
+  if (index < -size || index >= size) c.unsupported(c10::str("index ", index, " is out of range for size ", size));
+  if (index < 0) index += size;
+  return one(squeeze(slice(self, dim, index, index + 1), dim));
+}
+
+/// self with the slice start:end:step of `dim` replaced by src (functionalised in-place
+/// writes to a slice: x[:, 2:5] = y). Contiguous slices are a cat of three views.
+Results slice_scatter(const Call& c) {
+  const Tensor self = c.tensor("self"), src = cast(c.tensor("src"), c.tensor("self").dtype());
+  const int64_t dim = c.integer("dim") < 0 ? c.integer("dim") + self.dim() : c.integer("dim");
+  const int64_t size = self.shape().at(dim), step = c.integer("step");
+  auto clamp_index = [&](std::string_view name, int64_t fallback) {
+    int64_t i = c.has(name) ? c.integer(name) : fallback;
+    if (i < 0) i += size;
+    return std::clamp<int64_t>(i, 0, size);
+  };
+  const int64_t start = clamp_index("start", 0), end = std::max(start, clamp_index("end", size));
+  if (step == 1) {
+    std::vector<Tensor> pieces;
+    if (start > 0) pieces.push_back(slice(self, dim, 0, start));
+    pieces.push_back(src);
+    if (end < size) pieces.push_back(slice(self, dim, end, size));
+    return one(pieces.size() == 1 ? pieces[0] : cat(pieces, dim));
+  }
+  const int64_t n = (end - start + step - 1) / step;
+  return one(index_copy(self, dim, arange(n) * Scalar(step) + Scalar(start), src));
+}
+
+/// tril and triu: the elements on or below (above) diagonal `k` of the last two dims.
+Results triangle(const Call& c, bool lower) {
+  const Tensor self = c.tensor("self");
+  if (self.dim() < 2) c.unsupported("a tensor of rank below 2");
+  const int64_t rows = self.shape()[self.dim() - 2], cols = self.shape().back();
+  const int64_t k = c.has("diagonal") ? c.integer("diagonal") : 0;
+  const Tensor offset = reshape(arange(cols), {1, cols}) - reshape(arange(rows), {rows, 1});  // col - row
+  const Tensor keep = lower ? le(offset, Scalar(k)) : ge(offset, Scalar(k));
+  return one(where(keep, self, zeros({}, self.dtype())));
+}
+
+/// constant_pad_nd: `pad` holds (before, after) pairs from the last dim backwards; negative
+/// amounts crop.
+Results constant_pad(const Call& c) {
+  Tensor t = c.tensor("self");
+  const std::vector<int64_t> pad = c.ints("pad");
+  if (pad.size() % 2 != 0 || static_cast<int64_t>(pad.size() / 2) > t.dim()) c.unsupported("a pad list that does not pair up with the dims");
+  const Tensor value = cast(c.has("value") ? c.tensor("value") : zeros({}, t.dtype()), t.dtype());
+  for (size_t i = 0; i < pad.size() / 2; ++i) {
+    const int64_t dim = t.dim() - 1 - static_cast<int64_t>(i);
+    const int64_t before = pad[2 * i], after = pad[2 * i + 1], size = t.shape()[dim];
+    t = slice(t, dim, std::max<int64_t>(-before, 0), size - std::max<int64_t>(-after, 0));
+    std::vector<Tensor> pieces;
+    auto block = [&](int64_t n) {
+      std::vector<int64_t> shape = t.shape();
+      shape[dim] = n;
+      return expand(value, shape);
+    };
+    if (before > 0) pieces.push_back(block(before));
+    pieces.push_back(t);
+    if (after > 0) pieces.push_back(block(after));
+    if (pieces.size() > 1) t = cat(pieces, dim);
+  }
+  return one(t);
+}
+
+/// The p-norm over `dim` (all dims when empty). LTC passes p as a run-time value unless it
+/// is 0 or 1, so every case is computed and the one p selects is kept.
+Results p_norm(const Call& c) {
+  const Tensor t = abs(c.tensor("self"));
+  const std::vector<int64_t> dims = dims_of(c);
+  const bool keep = keepdim(c);
+  const std::optional<double> constant_p = c.has("p") ? c.constant_number("p") : std::optional<double>(2.0);
+  auto general = [&](const Tensor& p) { return pow(sum(pow(t, p), dims, keep), Scalar(1.0) / p); };
+  if (constant_p) {
+    const double p = *constant_p;
+    if (p == 2.0) return one(sqrt(sum(t * t, dims, keep)));
+    if (p == 1.0) return one(sum(t, dims, keep));
+    if (std::isinf(p)) return one(p > 0 ? amax(t, dims, keep) : amin(t, dims, keep));
+    if (p == 0.0) return one(sum(ne(t, Scalar(0.0)).to(t.dtype()), dims, keep));
+    return one(general(full({}, p, t.dtype())));
+  }
+  const Tensor p = cast(c.tensor("p"), t.dtype());
+  const double inf = std::numeric_limits<double>::infinity();
+  Tensor r = where(eq(p, Scalar(2.0)), sqrt(sum(t * t, dims, keep)), general(p));
+  r = where(eq(p, Scalar(inf)), amax(t, dims, keep), r);
+  r = where(eq(p, Scalar(-inf)), amin(t, dims, keep), r);
+  return one(where(eq(p, Scalar(0.0)), sum(ne(t, Scalar(0.0)).to(t.dtype()), dims, keep), r));
+}
+
+/// The sum of the main diagonal of a matrix: its flat elements 0, cols + 1, 2 (cols + 1), ...
+Results trace(const Call& c) {
+  const Tensor self = c.tensor("self");
+  if (self.dim() != 2) c.unsupported("trace of a tensor that is not a matrix");
+  const int64_t rows = self.shape()[0], cols = self.shape()[1], n = std::min(rows, cols);
+  const Tensor diagonal = index_select(reshape(self, {-1}), 0, arange(n) * Scalar(cols + 1));
+  return one(sum(diagonal));
+}
+
+Tensor trunc_of(const Tensor& t) { return is_floating(t.dtype()) ? where(lt(t, Scalar(0.0)), ceil(t), floor(t)) : t; }
+
+Results repeat(const Call& c) {
+  Tensor self = c.tensor("self");
+  const std::vector<int64_t> repeats = c.ints("repeats");
+  if (repeats.size() < static_cast<size_t>(self.dim())) c.unsupported("fewer repeats than dims");
+  std::vector<int64_t> shape(repeats.size() - self.dim(), 1);
+  for (int64_t s : self.shape()) shape.push_back(s);
+  std::vector<int64_t> interleaved, expanded, result;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    interleaved.insert(interleaved.end(), {1, shape[i]});
+    expanded.insert(expanded.end(), {repeats[i], shape[i]});
+    result.push_back(repeats[i] * shape[i]);
+  }
+  return one(reshape(expand(reshape(self, interleaved), expanded), result));
+}
+
+Results full_like_shape(const Call& c, const std::vector<int64_t>& shape, DType fallback) {
+  const DType dtype = c.dtype("dtype").value_or(c.result_dtype().value_or(fallback));
+  if (!c.has("fill_value")) return one(zeros(shape, dtype));
+  return one(expand(cast(c.tensor("fill_value"), dtype), shape));
+}
+
+/// A pair argument (kernel_size, stride, ...): one number stands for both, as in PyTorch.
+Size2 pair(const Call& c, std::string_view name, Size2 fallback) {
+  const std::vector<int64_t> v = c.has(name) ? c.ints(name) : std::vector<int64_t>{};
+  if (v.empty()) return fallback;
+  if (v.size() > 2) c.unsupported(c10::str("'", name, "' has ", v.size(), " values (lazyjit has 1-D and 2-D windows)"));
+  return v.size() == 1 ? Size2(v[0]) : Size2(v[0], v[1]);
+}
+
+/// conv2d over PyTorch's `convolution` arguments; rank-3 inputs are conv1d.
+Tensor convolution(const Call& c, const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  if (c.has("transposed") && c.boolean("transposed")) c.unsupported("transposed convolution");
+  const Size2 stride = pair(c, "stride", 1), padding = pair(c, "padding", 0), dilation = pair(c, "dilation", 1);
+  const int64_t groups = c.integer("groups");
+  if (input.dim() == 3) return conv1d(input, weight, bias, stride.w, padding.w, dilation.w, groups);
+  if (input.dim() != 4) c.unsupported(c10::str("a convolution of a rank-", input.dim(), " input (lazyjit has 1-D and 2-D)"));
+  return conv2d(input, weight, bias, stride, padding, dilation, groups);
+}
+
+Results convolution_backward(const Call& c) {
+  const Tensor input = c.tensor("input"), weight = c.tensor("weight"), g = c.tensor("grad_output");
+  const std::vector<bool> mask = c.has("output_mask") ? c.bools("output_mask") : std::vector<bool>{true, true, true};
+  Results grads = vjp(convolution(c, input, weight, Tensor()), {input, weight}, g);
+  std::vector<int64_t> reduce = {0};
+  for (int64_t d = 2; d < g.dim(); ++d) reduce.push_back(d);
+  grads.push_back(sum(g, reduce));
+  // A gradient not asked for is an empty tensor, as PyTorch's.
+  for (size_t k = 0; k < grads.size(); ++k) {
+    if (k < mask.size() && !mask[k]) grads[k] = zeros(c.result_sizes(k).value_or(std::vector<int64_t>{0}), g.dtype());
+  }
+  return grads;
+}
+
+void check_pool_args(const Call& c) {
+  if (c.has("ceil_mode") && c.boolean("ceil_mode")) c.unsupported("ceil_mode");
+  if (c.has("dilation") && (pair(c, "dilation", 1).h != 1 || pair(c, "dilation", 1).w != 1)) c.unsupported("dilated pooling");
+}
+
+Tensor max_pool(const Call& c, const Tensor& self) {
+  check_pool_args(c);
+  const Size2 kernel = pair(c, "kernel_size", 1);
+  return max_pool2d(self, kernel, pair(c, "stride", kernel), pair(c, "padding", 0));
+}
+
+/// The flat index (into H*W) of each window's first maximum, as max_pool2d_with_indices.
+Tensor max_pool_indices(const Call& c, const Tensor& x) {
+  const Size2 kernel = pair(c, "kernel_size", 1), stride = pair(c, "stride", kernel), padding = pair(c, "padding", 0);
+  if (padding.h != 0 || padding.w != 0) c.unsupported("indices of a padded max_pool2d");
+  const Tensor x4 = x.dim() == 3 ? unsqueeze(x, 0) : x;
+  const std::vector<int64_t> s = x4.shape();
+  const int64_t n = s[0], ch = s[1], h = s[2], w = s[3];
+  const int64_t oh = (h - kernel.h) / stride.h + 1, ow = (w - kernel.w) / stride.w + 1;
+  const Tensor windows = reshape(unfold(x4, kernel, 1, 0, stride), {n, ch, kernel.h * kernel.w, oh, ow});
+  const Tensor k = argmax(windows, 2);  // [n, ch, oh, ow]
+  const Tensor row = reshape(arange(oh) * Scalar(stride.h), {oh, 1}) + floor_divide(k, Scalar(kernel.w));
+  const Tensor col = reshape(arange(ow) * Scalar(stride.w), {1, ow}) + remainder(k, Scalar(kernel.w));
+  const Tensor index = row * Scalar(w) + col;
+  return x.dim() == 3 ? squeeze(index, 0) : index;
+}
+
+Results embedding_dense_backward(const Call& c) {
+  if (c.boolean("scale_grad_by_freq")) c.unsupported("scale_grad_by_freq");
+  const Tensor g = c.tensor("grad_output"), indices = reshape(c.tensor("indices"), {-1});
+  const int64_t dim = g.shape().back();
+  Tensor rows = reshape(g, {-1, dim});
+  if (const int64_t padding = c.integer("padding_idx"); padding >= 0) {
+    rows = where(unsqueeze(eq(indices, Scalar(padding)), 1), Scalar(0.0), rows);
+  }
+  return one(index_add(zeros({c.integer("num_weights"), dim}, g.dtype()), 0, indices, rows));
+}
+
+Results native_layer_norm(const Call& c) {
+  const Tensor x = c.tensor("input");
+  const int64_t k = static_cast<int64_t>(c.ints("normalized_shape").size());
+  const double eps = c.real("eps");
+  std::vector<int64_t> dims;
+  for (int64_t d = x.dim() - k; d < x.dim(); ++d) dims.push_back(d);
+  const Tensor out = layer_norm(x, k, c.optional_tensor("weight"), c.optional_tensor("bias"), eps);
+  return {out, mean(x, dims, true), rsqrt(var(x, dims, false, true) + Scalar(eps))};
+}
+
+Results native_layer_norm_backward(const Call& c) {
+  const Tensor g = c.tensor("grad_out"), x = c.tensor("input"), mu = c.tensor("mean"), rstd = c.tensor("rstd");
+  const Tensor weight = c.optional_tensor("weight");
+  const int64_t k = static_cast<int64_t>(c.ints("normalized_shape").size());
+  std::vector<int64_t> inner, outer;
+  for (int64_t d = 0; d < x.dim(); ++d) (d < x.dim() - k ? outer : inner).push_back(d);
+  const Tensor xhat = (x - mu) * rstd;
+  const Tensor gw = weight.defined() ? g * weight : g;
+  const Tensor dx = rstd * (gw - mean(gw, inner, true) - xhat * mean(gw * xhat, inner, true));
+  const std::vector<int64_t> wshape = c.ints("normalized_shape");
+  Tensor dw = weight.defined() ? sum(g * xhat, outer) : zeros(wshape, x.dtype());
+  Tensor db = c.has("bias") ? sum(g, outer) : zeros(wshape, x.dtype());
+  return {dx, dw, db};
+}
+
+Tensor gelu_of(const Call& c, const Tensor& x) {
+  if (!c.has("approximate") || c.string("approximate") == "none") return gelu(x);
+  const double k = std::sqrt(2.0 / std::numbers::pi);
+  return Scalar(0.5) * x * (Scalar(1.0) + tanh(Scalar(k) * (x + Scalar(0.044715) * x * x * x)));
+}
+
+/// softplus with beta and threshold that may arrive at run time (as LTC passes them).
+Tensor softplus_of(const Call& c, const Tensor& x) {
+  const std::optional<double> beta = c.constant_number("beta"), threshold = c.constant_number("threshold");
+  if (beta && threshold) return softplus(x, *beta, *threshold);
+  const Tensor b = cast(c.tensor("beta"), x.dtype()), bx = x * b;
+  return where(gt(bx, cast(c.tensor("threshold"), x.dtype())), x, log1p(exp(bx)) / b);
+}
+
+Tensor clamp_bound(const Tensor& t, const Call& c, std::string_view name, bool lower) {
+  if (!c.has(name)) return t;
+  const Tensor bound = cast(c.tensor(name), t.dtype());
+  return lower ? maximum(t, bound) : minimum(t, bound);
+}
+
+Results identity(const Call& c) { return one(c.tensor("self")); }
+
+}  // namespace lazyjit::ltc::aten

@@ -1,0 +1,84 @@
+// The lazyjit compositions of aten ops that take more than a line (aten_compositions.cpp), and
+// the helpers the table of aten_ops.cpp shares with them. Internal to frontends/torch.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "lazyjit/ops.h"
+#include "translate.h"
+
+namespace lazyjit::ltc::aten {
+
+using Results = std::vector<Tensor>;
+
+Tensor cast(const Tensor& t, DType dtype);
+/// The operands of an arithmetic op in the dtype PyTorch computes it in: the result's, as
+/// LTC gives it (so that a float32 op with a Python number does not compute in float64), or
+/// by the 0-dim rule when LTC gives none.
+std::vector<Tensor> arith(const Call& c, std::initializer_list<std::string_view> names);
+/// The operands of a comparison, by the 0-dim rule.
+std::pair<Tensor, Tensor> compared(const Call& c);
+/// `t` times the argument `name` (alpha, beta, value), skipped when that is the constant 1.
+Tensor scaled(const Call& c, const Tensor& t, std::string_view name);
+bool is_constant_one(const Call& c, std::string_view name);
+Tensor times(const Call& c, const Tensor& t, std::string_view name);
+/// Optional int[] dims (None or [] reduce everything, as PyTorch).
+std::vector<int64_t> dims_of(const Call& c, std::string_view name = "dim");
+bool keepdim(const Call& c);
+Tensor with_dtype(const Call& c, Tensor t);
+/// The vector-Jacobian product of a lazyjit composition: how backward ops with no simpler
+/// form reuse lazyjit's autograd (each output of `forward` seeded with `grad`).
+Results vjp(const Tensor& output, const std::vector<Tensor>& inputs, const Tensor& grad);
+Results one(Tensor t);
+template <Tensor (*F)(const Tensor&)>
+Results unary(const Call& c) { return one(F(c.tensor("self"))); }
+Results nll_loss_forward(const Call& c);
+Results nll_loss_backward(const Call& c);
+Results max_min(const Call& c, bool is_max);
+Results arg_extremum(const Call& c, bool is_max);
+/// var and std: `unbiased` (bool) or `correction` (0 or 1).
+bool unbiased(const Call& c);
+Results softmax_backward(const Call& c, bool log);
+Results addmm_like(const Call& c, std::string_view a, std::string_view b);
+/// squeeze without a dim: every dim of size 1 goes.
+Tensor squeeze_all(const Tensor& t);
+Results select(const Call& c);
+/// self with the slice start:end:step of `dim` replaced by src (functionalised in-place
+/// writes to a slice: x[:, 2:5] = y). Contiguous slices are a cat of three views.
+Results slice_scatter(const Call& c);
+/// tril and triu: the elements on or below (above) diagonal `k` of the last two dims.
+Results triangle(const Call& c, bool lower);
+/// constant_pad_nd: `pad` holds (before, after) pairs from the last dim backwards; negative
+/// amounts crop.
+Results constant_pad(const Call& c);
+/// The p-norm over `dim` (all dims when empty). LTC passes p as a run-time value unless it
+/// is 0 or 1, so every case is computed and the one p selects is kept.
+Results p_norm(const Call& c);
+/// The sum of the main diagonal of a matrix: its flat elements 0, cols + 1, 2 (cols + 1), ...
+Results trace(const Call& c);
+Tensor trunc_of(const Tensor& t);
+Results repeat(const Call& c);
+Results full_like_shape(const Call& c, const std::vector<int64_t>& shape, DType fallback);
+/// A pair argument (kernel_size, stride, ...): one number stands for both, as in PyTorch.
+Size2 pair(const Call& c, std::string_view name, Size2 fallback);
+/// conv2d over PyTorch's `convolution` arguments; rank-3 inputs are conv1d.
+Tensor convolution(const Call& c, const Tensor& input, const Tensor& weight, const Tensor& bias);
+Results convolution_backward(const Call& c);
+void check_pool_args(const Call& c);
+Tensor max_pool(const Call& c, const Tensor& self);
+/// The flat index (into H*W) of each window's first maximum, as max_pool2d_with_indices.
+Tensor max_pool_indices(const Call& c, const Tensor& x);
+Results embedding_dense_backward(const Call& c);
+Results native_layer_norm(const Call& c);
+Results native_layer_norm_backward(const Call& c);
+Tensor gelu_of(const Call& c, const Tensor& x);
+/// softplus with beta and threshold that may arrive at run time (as LTC passes them).
+Tensor softplus_of(const Call& c, const Tensor& x);
+Tensor clamp_bound(const Tensor& t, const Call& c, std::string_view name, bool lower);
+Results identity(const Call& c);
+
+}  // namespace lazyjit::ltc::aten
