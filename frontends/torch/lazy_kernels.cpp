@@ -6,6 +6,7 @@
 // from running the op on meta tensors; an op whose meta kernel fails runs eagerly on the CPU,
 // as it would without this file. Autograd needs nothing here: the Autograd key's formulas
 // call the forward and backward ops, which are lazy again.
+#include <algorithm>
 #include <optional>
 #include <sstream>
 #include <variant>
@@ -76,59 +77,65 @@ void run_eagerly(const c10::OperatorHandle& op, jit::Stack* stack, const c10::De
   }
 }
 
+/// A call's arguments as a node sees them: lazy operands (wrapped numbers moved to the lazy
+/// device), constants in schema order, the same call over meta tensors, and a hash seed.
+struct NodeCall {
+  std::vector<tl::Value> operands;
+  std::vector<NodeArg> args;
+  std::vector<c10::IValue> meta;
+  std::string constants;
+};
+
+NodeCall node_call(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& inputs, const c10::Device& device) {
+  NodeCall call;
+  call.meta = inputs;
+  std::ostringstream constants;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const c10::Argument& argument = schema.arguments()[i];
+    const std::optional<std::string> keyword = argument.kwarg_only() ? std::optional(argument.name()) : std::nullopt;
+    if (!inputs[i].isTensor()) {
+      call.args.push_back({inputs[i], keyword});
+      constants << inputs[i] << ";";
+      continue;
+    }
+    at::Tensor t = inputs[i].toTensor();
+    if (t.device().type() != c10::kLazy) t = t.to(device);  // a wrapped number
+    call.args.push_back({call.operands.size(), keyword});
+    call.operands.push_back(tl::TryGetLtcTensor(t)->GetIrValue());
+    call.meta[i] = at::empty(t.sizes(), t.options().device(at::kMeta));
+    constants << "T;";
+  }
+  call.constants = constants.str();
+  return call;
+}
+
 void lazy_kernel(const c10::OperatorHandle& op, jit::Stack* stack) {
   const c10::FunctionSchema& schema = op.schema();
   const size_t n = schema.arguments().size();
   std::vector<c10::IValue> inputs(stack->end() - n, stack->end());
   torch::jit::drop(*stack, n);
+  auto lazy = std::find_if(inputs.begin(), inputs.end(),
+                           [](const c10::IValue& v) { return v.isTensor() && v.toTensor().device().type() == c10::kLazy; });
+  TORCH_CHECK(lazy != inputs.end(), "lazyjit: ", schema.name(), " has no lazy tensor argument");
+  const c10::Device device = lazy->toTensor().device();
+  const tl::BackendDevice backend_device = tl::TryGetLtcTensor(lazy->toTensor())->GetDevice();
 
-  // The device, and the arguments as operands and constants.
-  c10::optional<c10::Device> device;
-  tl::LazyTensorPtr first;
-  for (const c10::IValue& v : inputs) {
-    if (!first && v.isTensor() && v.toTensor().device().type() == c10::kLazy) {
-      device = v.toTensor().device();
-      first = tl::TryGetLtcTensor(v.toTensor());
-    }
-  }
-  TORCH_CHECK(first, "lazyjit: ", schema.name(), " has no lazy tensor argument");
-  std::vector<tl::Value> operands;
-  std::vector<NodeArg> args;
-  std::vector<c10::IValue> meta = inputs;
-  std::ostringstream constants;  // for the node's hash
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const c10::Argument& argument = schema.arguments()[i];
-    const std::optional<std::string> keyword = argument.kwarg_only() ? std::optional(argument.name()) : std::nullopt;
-    if (!inputs[i].isTensor()) {
-      args.push_back({inputs[i], keyword});
-      constants << inputs[i] << ";";
-      continue;
-    }
-    at::Tensor t = inputs[i].toTensor();
-    if (t.device().type() != c10::kLazy) t = t.to(*device);  // a wrapped number
-    args.push_back({operands.size(), keyword});
-    operands.push_back(tl::TryGetLtcTensor(t)->GetIrValue());
-    meta[i] = at::empty(t.sizes(), t.options().device(at::kMeta));
-    constants << "T;";
-  }
-
-  // The results' shapes, from the meta kernel.
+  NodeCall call = node_call(schema, inputs, device);
   try {
-    op.callBoxed(&meta);
+    op.callBoxed(&call.meta);  // the results' shapes
   } catch (const c10::Error&) {
     stack->insert(stack->end(), inputs.begin(), inputs.end());
-    run_eagerly(op, stack, *device);
+    run_eagerly(op, stack, device);
     return;
   }
   std::vector<tl::Shape> shapes;
-  for (const c10::IValue& result : meta) shapes.emplace_back(result.toTensor().scalar_type(), result.toTensor().sizes().vec());
-
-  const c10::Symbol symbol = c10::Symbol::fromQualString(schema.name());
-  const tl::hash_t hash = tl::HashCombine(tl::Hash(schema.operator_name().overload_name), tl::Hash(constants.str()));
+  for (const c10::IValue& result : call.meta) shapes.emplace_back(result.toTensor().scalar_type(), result.toTensor().sizes().vec());
+  const tl::hash_t hash = tl::HashCombine(tl::Hash(schema.operator_name().overload_name), tl::Hash(call.constants));
   const size_t num_outputs = shapes.size();
-  tl::NodePtr node = std::make_shared<AtenNode>(symbol, std::move(operands), std::move(shapes), num_outputs, std::move(args), hash);
+  tl::NodePtr node = std::make_shared<AtenNode>(c10::Symbol::fromQualString(schema.name()), std::move(call.operands),
+                                                std::move(shapes), num_outputs, std::move(call.args), hash);
   for (size_t i = 0; i < num_outputs; ++i) {
-    torch::jit::push(*stack, tl::CreateAtenFromLtcTensor(tl::LazyTensor::Create(tl::Value(node, i), first->GetDevice())));
+    torch::jit::push(*stack, tl::CreateAtenFromLtcTensor(tl::LazyTensor::Create(tl::Value(node, i), backend_device)));
   }
 }
 
