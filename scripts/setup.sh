@@ -12,7 +12,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3
   python3-sklearn  # the main job's data set: sklearn/datasets/data/digits.csv.gz
-  libtorch-dev python3-torch pybind11-dev  # the PyTorch front end (frontends/torch), also a benchmark peer
+  libtorch-dev python3-torch pybind11-dev python3-dev  # the PyTorch front end (frontends/torch), also a benchmark peer
 )
 if [[ "${1:-}" == "--peers" ]]; then
   packages+=(libeigen3-dev libopenblas-dev gnuplot-nox)
