@@ -508,45 +508,37 @@ int torch_first_steps(const std::string& peer, const std::string& workload, int 
 
 }  // namespace bench
 
-// Both rows of a workload; the optional last argument is appended to each (->Arg(n)).
+// The timed rows of every workload PyTorch runs: workload, unit, minimum time, and an optional
+// last argument appended to the registration (->Arg(n)).
+#define TORCH_WORKLOADS(X)                                            \
+  X(ew_simple, benchmark::kMillisecond, 0.2, ->Arg(1 << 24))          \
+  X(ew_simple, benchmark::kMicrosecond, 0.1, ->Arg(1 << 16))          \
+  X(ew_transcendental, benchmark::kMillisecond, 0.3, ->Arg(1 << 24))  \
+  X(softmax, benchmark::kMillisecond, 0.2)                            \
+  X(layer_norm, benchmark::kMillisecond, 0.2)                         \
+  X(matmul, benchmark::kMillisecond, 0.3)                             \
+  X(linear_relu, benchmark::kMillisecond, 0.3)                        \
+  X(trace_overhead, benchmark::kMicrosecond, 0.1)                     \
+  X(mlp_train_step, benchmark::kMillisecond, 0.3)                     \
+  X(gpt_train_step, benchmark::kMillisecond, 0.5)                     \
+  X(conv2d_fwd, benchmark::kMillisecond, 0.5)                         \
+  X(conv2d_fwd_bwd, benchmark::kMillisecond, 0.5)                     \
+  X(embedding_fwd, benchmark::kMillisecond, 0.3)                      \
+  X(embedding_fwd_bwd, benchmark::kMillisecond, 0.3)
+
 #define TORCH_BENCH(workload, unit, min_time, ...)                      \
   LAZYJIT_BENCH(BM_##workload##_torch_eager, unit, min_time) __VA_ARGS__; \
-  LAZYJIT_BENCH(BM_##workload##_torch_lazy, unit, min_time) __VA_ARGS__
-TORCH_BENCH(ew_simple, benchmark::kMillisecond, 0.2, ->Arg(1 << 24));
-TORCH_BENCH(ew_simple, benchmark::kMicrosecond, 0.1, ->Arg(1 << 16));
-TORCH_BENCH(ew_transcendental, benchmark::kMillisecond, 0.3, ->Arg(1 << 24));
-TORCH_BENCH(softmax, benchmark::kMillisecond, 0.2);
-TORCH_BENCH(layer_norm, benchmark::kMillisecond, 0.2);
-TORCH_BENCH(matmul, benchmark::kMillisecond, 0.3);
-TORCH_BENCH(linear_relu, benchmark::kMillisecond, 0.3);
-TORCH_BENCH(trace_overhead, benchmark::kMicrosecond, 0.1);
-TORCH_BENCH(mlp_train_step, benchmark::kMillisecond, 0.3);
-TORCH_BENCH(gpt_train_step, benchmark::kMillisecond, 0.5);
-TORCH_BENCH(conv2d_fwd, benchmark::kMillisecond, 0.5);
-TORCH_BENCH(conv2d_fwd_bwd, benchmark::kMillisecond, 0.5);
-TORCH_BENCH(embedding_fwd, benchmark::kMillisecond, 0.3);
-TORCH_BENCH(embedding_fwd_bwd, benchmark::kMillisecond, 0.3);
+  LAZYJIT_BENCH(BM_##workload##_torch_lazy, unit, min_time) __VA_ARGS__;
+TORCH_WORKLOADS(TORCH_BENCH)
 
 LAZYJIT_BENCH(BM_recompiles_torch_lazy, benchmark::kMicrosecond, 0.1);
 
 // After every torch_lazy row: see use_lazyjit_backend().
 #ifdef LAZYJIT_BENCH_HAVE_TORCH_BACKEND
-#define TORCH_LAZYJIT_BENCH(workload, unit, min_time, ...) LAZYJIT_BENCH(BM_##workload##_torch_lazyjit, unit, min_time) __VA_ARGS__
-TORCH_LAZYJIT_BENCH(ew_simple, benchmark::kMillisecond, 0.2, ->Arg(1 << 24));
-TORCH_LAZYJIT_BENCH(ew_simple, benchmark::kMicrosecond, 0.1, ->Arg(1 << 16));
-TORCH_LAZYJIT_BENCH(ew_transcendental, benchmark::kMillisecond, 0.3, ->Arg(1 << 24));
-TORCH_LAZYJIT_BENCH(softmax, benchmark::kMillisecond, 0.2);
-TORCH_LAZYJIT_BENCH(layer_norm, benchmark::kMillisecond, 0.2);
-TORCH_LAZYJIT_BENCH(matmul, benchmark::kMillisecond, 0.3);
-TORCH_LAZYJIT_BENCH(linear_relu, benchmark::kMillisecond, 0.3);
-TORCH_LAZYJIT_BENCH(trace_overhead, benchmark::kMicrosecond, 0.1);
-TORCH_LAZYJIT_BENCH(mlp_train_step, benchmark::kMillisecond, 0.3);
-TORCH_LAZYJIT_BENCH(gpt_train_step, benchmark::kMillisecond, 0.5);
-TORCH_LAZYJIT_BENCH(conv2d_fwd, benchmark::kMillisecond, 0.5);
-TORCH_LAZYJIT_BENCH(conv2d_fwd_bwd, benchmark::kMillisecond, 0.5);
-TORCH_LAZYJIT_BENCH(embedding_fwd, benchmark::kMillisecond, 0.3);
-TORCH_LAZYJIT_BENCH(embedding_fwd_bwd, benchmark::kMillisecond, 0.3);
-TORCH_LAZYJIT_BENCH(recompiles, benchmark::kMicrosecond, 0.1);
+#define TORCH_LAZYJIT_BENCH(workload, unit, min_time, ...) \
+  LAZYJIT_BENCH(BM_##workload##_torch_lazyjit, unit, min_time) __VA_ARGS__;
+TORCH_WORKLOADS(TORCH_LAZYJIT_BENCH)
+TORCH_LAZYJIT_BENCH(recompiles, benchmark::kMicrosecond, 0.1)
 #endif
 
 // As bench_compile.cpp's rows; each iteration is a fresh process.

@@ -176,28 +176,18 @@ const Entry kTable[] = {
      const Tensor w = c.tensor("weight"), y = matmul(c.tensor("input"), transpose(w, 0, 1));
      return one(c.has("bias") ? y + c.tensor("bias") : y);
    }},
-  // Views (functionalised: the *_copy ops) and data movement.
+  // Views and data movement. Their functionalised forms (view_copy, t_copy, ...) take the
+  // view's entry (find_lowering).
   {"aten::view", [](const Call& c) { return one(reshape(c.tensor("self"), c.ints("size"))); }},
-  {"aten::view_copy", [](const Call& c) { return one(reshape(c.tensor("self"), c.ints("size"))); }},
   {"aten::reshape", [](const Call& c) { return one(reshape(c.tensor("self"), c.ints("shape"))); }},
   {"aten::_unsafe_view", [](const Call& c) { return one(reshape(c.tensor("self"), c.ints("size"))); }},
   {"aten::t", [](const Call& c) { const Tensor t = c.tensor("self"); return one(t.dim() < 2 ? t : transpose(t, 0, 1)); }},
-  {"aten::t_copy", [](const Call& c) { const Tensor t = c.tensor("self"); return one(t.dim() < 2 ? t : transpose(t, 0, 1)); }},
   {"aten::transpose", [](const Call& c) { return one(transpose(c.tensor("self"), c.integer("dim0"), c.integer("dim1"))); }},
-  {"aten::transpose_copy", [](const Call& c) { return one(transpose(c.tensor("self"), c.integer("dim0"), c.integer("dim1"))); }},
   {"aten::permute", [](const Call& c) { return one(permute(c.tensor("self"), c.ints("dims"))); }},
-  {"aten::permute_copy", [](const Call& c) { return one(permute(c.tensor("self"), c.ints("dims"))); }},
   {"aten::expand", [](const Call& c) { return one(expand(c.tensor("self"), c.ints("size"))); }},
-  {"aten::expand_copy", [](const Call& c) { return one(expand(c.tensor("self"), c.ints("size"))); }},
   {"aten::squeeze", [](const Call& c) { return one(c.has("dim") ? squeeze(c.tensor("self"), c.integer("dim")) : squeeze_all(c.tensor("self"))); }},
-  {"aten::squeeze_copy", [](const Call& c) { return one(c.has("dim") ? squeeze(c.tensor("self"), c.integer("dim")) : squeeze_all(c.tensor("self"))); }},
   {"aten::unsqueeze", [](const Call& c) { return one(unsqueeze(c.tensor("self"), c.integer("dim"))); }},
-  {"aten::unsqueeze_copy", [](const Call& c) { return one(unsqueeze(c.tensor("self"), c.integer("dim"))); }},
   {"aten::slice", [](const Call& c) {
-     return one(slice(c.tensor("self"), c.integer("dim"), c.has("start") ? c.integer("start") : 0,
-                      c.has("end") ? c.integer("end") : std::numeric_limits<int64_t>::max(), c.integer("step")));
-   }},
-  {"aten::slice_copy", [](const Call& c) {
      return one(slice(c.tensor("self"), c.integer("dim"), c.has("start") ? c.integer("start") : 0,
                       c.has("end") ? c.integer("end") : std::numeric_limits<int64_t>::max(), c.integer("step")));
    }},
@@ -215,9 +205,8 @@ const Entry kTable[] = {
      const Tensor src = unsqueeze(cast(c.tensor("src"), self.dtype()), dim);
      return one(index_copy(self, dim, full({1}, index, DType::Int64), src));
    }},
-  {"aten::select_copy", select},
-  {"aten::alias", identity}, {"aten::alias_copy", identity}, {"aten::clone", identity}, {"aten::detach", identity},
-  {"aten::detach_copy", identity}, {"aten::contiguous", identity}, {"aten::lift_fresh_copy", identity},
+  {"aten::alias", identity}, {"aten::clone", identity}, {"aten::detach", identity}, {"aten::contiguous", identity},
+  {"aten::lift_fresh_copy", identity},
   {"aten::cat", [](const Call& c) { return one(cat(c.tensors("tensors"), c.integer("dim"))); }},
   {"aten::stack", [](const Call& c) {
      std::vector<Tensor> ts = c.tensors("tensors");
@@ -327,7 +316,16 @@ Lowering find_lowering(c10::Symbol op) {
     return t;
   }();
   auto it = table.find(op);
-  return it == table.end() ? nullptr : it->second;
+  if (it != table.end()) return it->second;
+  // LTC's functionalised views (view_copy, permute_copy, ...) mean what the view means: as
+  // lazyjit's views, they copy nothing.
+  const std::string name = op.toQualString();
+  constexpr std::string_view kCopy = "_copy";
+  if (name.size() > kCopy.size() && name.ends_with(kCopy)) {
+    it = table.find(c10::Symbol::fromQualString(name.substr(0, name.size() - kCopy.size())));
+    if (it != table.end()) return it->second;
+  }
+  return nullptr;
 }
 
 }  // namespace lazyjit::ltc

@@ -39,6 +39,15 @@ Counters& counters() {
   return c;
 }
 
+/// A graph left to TorchScript, with the op that stopped lazyjit and why.
+void count_fallback(const std::string& op, const std::string& reason) {
+  Counters& c = counters();
+  c.fallback_graphs.fetch_add(1, std::memory_order_relaxed);
+  std::lock_guard lock(c.mutex);
+  ++c.fallback_ops[op];
+  c.fallback_reasons[op] = reason;
+}
+
 /// PyTorch's CPU storage as a lazyjit buffer, not copied.
 class TorchBuffer final : public BackendData {
  public:
@@ -117,12 +126,9 @@ class Computation : public tl::TSComputation {
     fallback_reason_ = std::move(t.reason);
     if (program_) {
       counters().graphs_translated.fetch_add(1, std::memory_order_relaxed);
-      return;
+    } else {
+      count_fallback(t.op, fallback_reason_);
     }
-    counters().fallback_graphs.fetch_add(1, std::memory_order_relaxed);
-    std::lock_guard lock(counters().mutex);
-    ++counters().fallback_ops[t.op];
-    counters().fallback_reasons[t.op] = fallback_reason_;
   }
 
   bool translated() const { return program_.has_value(); }
@@ -131,10 +137,7 @@ class Computation : public tl::TSComputation {
   void fall_back_at_run(const Untranslatable& e) {
     program_.reset();
     fallback_reason_ = e.what();
-    counters().fallback_graphs.fetch_add(1, std::memory_order_relaxed);
-    std::lock_guard lock(counters().mutex);
-    ++counters().fallback_ops[e.op()];
-    counters().fallback_reasons[e.op()] = fallback_reason_;
+    count_fallback(e.op(), fallback_reason_);
   }
 
   /// Runs the Program over the arguments' buffers. Arguments nothing else can read again

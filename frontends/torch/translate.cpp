@@ -37,21 +37,30 @@ c10::ScalarType to_scalar_type(DType dtype) {
 
 namespace {
 
-/// A constant tensor of the graph (LTC's scalars, lowered as `prim::Constant` tensors).
+template <class T>
+Tensor copy_of(const at::Tensor& t) {
+  const T* p = t.data_ptr<T>();
+  return Tensor::from_vector(std::vector<T>(p, p + t.numel()), t.sizes().vec());
+}
+
+/// A constant tensor of the graph (LTC's scalars, lowered as `prim::Constant` tensors): a 0-dim
+/// one as a scalar of the graph (no buffer to fill on every replay), others copied.
 Tensor from_constant(const at::Tensor& constant, const std::string& op) {
   const std::optional<DType> dtype = to_dtype(constant.scalar_type());
   if (!dtype) throw Untranslatable(op, c10::str("a constant of dtype ", constant.scalar_type()));
+  if (constant.dim() == 0) {
+    const Scalar value = is_floating(*dtype) ? Scalar(constant.item<double>())
+                         : *dtype == DType::Bool ? Scalar(constant.item<bool>())
+                                                 : Scalar(constant.item<int64_t>());
+    return full({}, value, *dtype);
+  }
   const at::Tensor t = constant.contiguous();
-  const std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end());
   switch (*dtype) {
-    case DType::Bool: {
-      const auto* p = t.data_ptr<bool>();
-      return Tensor::from_vector(std::vector<bool>(p, p + t.numel()), shape);
-    }
-    case DType::Int32: return Tensor::from_vector(std::vector<int32_t>(t.data_ptr<int32_t>(), t.data_ptr<int32_t>() + t.numel()), shape);
-    case DType::Int64: return Tensor::from_vector(std::vector<int64_t>(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel()), shape);
-    case DType::Float32: return Tensor::from_vector(std::vector<float>(t.data_ptr<float>(), t.data_ptr<float>() + t.numel()), shape);
-    case DType::Float64: return Tensor::from_vector(std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel()), shape);
+    case DType::Bool: return copy_of<bool>(t);
+    case DType::Int32: return copy_of<int32_t>(t);
+    case DType::Int64: return copy_of<int64_t>(t);
+    case DType::Float32: return copy_of<float>(t);
+    case DType::Float64: return copy_of<double>(t);
   }
   throw Untranslatable(op, "unreachable dtype");
 }
@@ -89,6 +98,14 @@ std::string arg_text(const Arg& arg) {
   return text + "]";
 }
 
+/// Constant elements as one constant list of T.
+template <class T>
+Arg constant_list(const std::vector<const Arg*>& elements) {
+  c10::List<T> list;
+  for (const Arg* a : elements) list.push_back(a->constant->to<T>());
+  return Arg{.constant = c10::IValue(list)};
+}
+
 /// A `prim::ListConstruct` of constants as one constant list, or of values as a list of slots.
 Arg list_arg(const jit::Node& node, const ArgsOf& args_of) {
   const std::string op = node.kind().toQualString();
@@ -97,21 +114,9 @@ Arg list_arg(const jit::Node& node, const ArgsOf& args_of) {
   const bool all_constant = std::all_of(elements.begin(), elements.end(), [](const Arg* a) { return a->constant.has_value(); });
   const bool all_slots = std::all_of(elements.begin(), elements.end(), [](const Arg* a) { return a->slot >= 0; });
   const c10::TypePtr element_type = node.output()->type()->containedType(0);
-  if (all_constant && element_type->kind() == c10::TypeKind::IntType) {
-    c10::List<int64_t> list;
-    for (const Arg* a : elements) list.push_back(a->constant->toInt());
-    return Arg{.constant = c10::IValue(list)};
-  }
-  if (all_constant && element_type->kind() == c10::TypeKind::FloatType) {
-    c10::List<double> list;
-    for (const Arg* a : elements) list.push_back(a->constant->toDouble());
-    return Arg{.constant = c10::IValue(list)};
-  }
-  if (all_constant && element_type->kind() == c10::TypeKind::BoolType) {
-    c10::List<bool> list;
-    for (const Arg* a : elements) list.push_back(a->constant->toBool());
-    return Arg{.constant = c10::IValue(list)};
-  }
+  if (all_constant && element_type->kind() == c10::TypeKind::IntType) return constant_list<int64_t>(elements);
+  if (all_constant && element_type->kind() == c10::TypeKind::FloatType) return constant_list<double>(elements);
+  if (all_constant && element_type->kind() == c10::TypeKind::BoolType) return constant_list<bool>(elements);
   if (all_slots && element_type->kind() == c10::TypeKind::TensorType) {
     Arg list;
     for (const Arg* a : elements) list.slots.push_back(a->slot);
