@@ -368,6 +368,15 @@ void add_view_cases(CaseTable& t) {
   t.add("cumprod_middle", OpKind::Cumprod, {{{a, 3, c}, Domain::range(-1.5, -0.5)}},
         [](const auto& x) { return cumprod(x[0], -2); });
 
+  // Collectives in a world of one (the multi-process gradients: test/dist): each is the
+  // identity there, and its rule runs the adjoint collective.
+  t.add("all_reduce_sum", OpKind::AllReduce, {{{a, b}}}, [](const auto& x) { return dist::all_reduce(x[0]); });
+  t.add("all_reduce_max", OpKind::AllReduce, {{{a, b}}},
+        [](const auto& x) { return dist::all_reduce(x[0], dist::ReduceOp::Max); });
+  t.add("broadcast", OpKind::Broadcast, {{{a, b}}}, [](const auto& x) { return dist::broadcast(x[0], 0); });
+  t.add("all_gather_dim1", OpKind::AllGather, {{{a, b}}}, [](const auto& x) { return dist::all_gather(x[0], 1); });
+  t.add("reduce_scatter", OpKind::ReduceScatter, {{{a, b}}}, [](const auto& x) { return dist::reduce_scatter(x[0]); });
+
   // Scatters: both the input and src get cotangents; repeated indices add up for the adds,
   // copies take distinct indices (which one of several copies wins has no derivative).
   const Tensor rows = Tensor::from_vector<int64_t>({3, 0, 3, 1}, {4});

@@ -3,6 +3,7 @@
 
 #include "lazyjit/autograd.h"   // IWYU pragma: export
 #include "lazyjit/backend.h"    // IWYU pragma: export
+#include "lazyjit/collectives.h"  // IWYU pragma: export
 #include "lazyjit/dtype.h"      // IWYU pragma: export
 #include "lazyjit/error.h"      // IWYU pragma: export
 #include "lazyjit/nn.h"         // IWYU pragma: export

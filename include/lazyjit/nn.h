@@ -161,4 +161,42 @@ class MaxPool2d {
   Size2 padding_;
 };
 
+/// Data parallelism as PyTorch's DistributedDataParallel, over the collectives of
+/// <lazyjit/collectives.h> (MPI through lazyjit::dist; a world of one without it, where
+/// both steps below are the identity). Every rank builds the same model and runs the same
+/// program on its own shard of the data.
+///  - Construction replaces every parameter by rank 0's value (a broadcast, traced in place:
+///    it runs at the next materialisation), so every rank starts from the same model.
+///  - average() turns each rank's gradients into their mean over the ranks, before the
+///    optimizer's step. Gradients go in buckets: consecutive parameters of one dtype, last
+///    first (the backward pass produces them in that order), flattened into one all_reduce
+///    of at most `bucket_bytes` (a parameter larger than that is a bucket of its own).
+/// The mean is the same bytes on every rank, so the ranks' parameters stay bitwise equal.
+class DataParallel {
+ public:
+  explicit DataParallel(std::vector<Tensor> params, int64_t bucket_bytes = int64_t{25} << 20);
+
+  /// The ranks' mean of `grads` (one per parameter, in order; undefined ones stay so).
+  std::vector<Tensor> average(const std::vector<Tensor>& grads) const;
+  /// Replaces every parameter's .grad() by the ranks' mean (after backward()).
+  void average_grads();
+
+  const std::vector<Tensor>& parameters() const { return params_; }
+  /// The buckets of the last average(): each a list of parameter positions.
+  const std::vector<std::vector<size_t>>& buckets() const { return buckets_; }
+
+ private:
+  std::vector<Tensor> params_;
+  int64_t bucket_bytes_;
+  mutable std::vector<std::vector<size_t>> buckets_;
+};
+
+/// The indices rank `rank` of `world` trains on in `epoch` of a data set of `size` examples, as
+/// PyTorch's DistributedSampler: all indices, shuffled by a generator seeded with seed + epoch
+/// (the same permutation on every rank) unless `shuffle` is false, padded by repeating the
+/// first ones to a multiple of `world`, then every world-th from position `rank`. Every rank
+/// gets the same number; together they cover the data set.
+std::vector<int64_t> shard_indices(int64_t size, int rank, int world, uint64_t epoch, bool shuffle = true,
+                                   uint64_t seed = 0);
+
 }  // namespace lazyjit::nn

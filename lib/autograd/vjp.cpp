@@ -6,7 +6,10 @@
 #include <cmath>
 #include <numeric>
 
+#include "fmt/format.h"
+#include "ir/collectives.h"
 #include "ir/structured.h"
+#include "lazyjit/collectives.h"
 #include "lazyjit/error.h"
 #include "lazyjit/ops.h"
 #include "runtime/tensor_impl.h"
@@ -166,6 +169,27 @@ Tensor scatter_src_backward(const Tensor& g, const Tensor& index, const Tensor& 
 }
 
 /// Sums along `dim` from the end: element i is the sum of elements i.. (cumsum's cotangent).
+// Collectives: the cotangents of every rank meet again, through the adjoint collective.
+Tensor all_reduce_backward(const Tensor& g, const Tensor& a, const Tensor& y, const ir::Node& node) {
+  const Tensor summed = dist::all_reduce(g, dist::ReduceOp::Sum);
+  if (static_cast<ir::ReduceOp>(node.attrs()[0]) == ir::ReduceOp::Sum) return summed;
+  return where(eq(a, y), summed, zeros(summed.shape(), summed.dtype()));  // to every rank holding the extreme
+}
+
+Tensor broadcast_backward(const Tensor& g, const ir::Node& node) {
+  const Tensor summed = dist::all_reduce(g, dist::ReduceOp::Sum);  // on every rank: each runs the same collectives
+  return dist::rank() == node.attrs()[0] ? summed : zeros(summed.shape(), summed.dtype());
+}
+
+Tensor collective_reduce_scatter(const Tensor& g, int64_t dim) { return dist::reduce_scatter(g, dim, dist::ReduceOp::Sum); }
+
+Tensor reduce_scatter_backward(const Tensor& g, const ir::Node& node) {
+  if (static_cast<ir::ReduceOp>(node.attrs()[0]) != ir::ReduceOp::Sum) {
+    throw Error(fmt::format("reduce_scatter: no gradient through a {} reduction", ir::reduce_op_name(node.attrs()[0])));
+  }
+  return dist::all_gather(g, 0);
+}
+
 Tensor reverse_cumsum(const Tensor& g, int64_t dim) { return flip(cumsum(flip(g, {dim}), dim), {dim}); }
 
 /// cumprod's cotangent, exact where a has zeros (as PyTorch): element k gets the sum over

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "fmt/format.h"
+#include "ir/collectives.h"
 #include "ir/dtype_dispatch.h"
 #include "ir/philox.h"
 #include "ir/scalar_semantics.h"
@@ -390,6 +391,13 @@ HostTensor eval_matmul(const Node& node, const HostTensor& a, const HostTensor& 
   return out;
 }
 
+/// A collective, carried out by the registered backend (ir/collectives.h) over host memory.
+HostTensor eval_collective(const Node& node, const HostTensor& in) {
+  HostTensor out{node.dtype(), node.shape(), std::vector<uint8_t>(static_cast<size_t>(numel(node.shape()) * dtype_size(node.dtype())))};
+  run_collective({.node = &node, .in = in.bytes.data(), .in_count = in.numel(), .out = out.bytes.data(), .out_count = out.numel()});
+  return out;
+}
+
 }  // namespace
 
 double HostTensor::as_double(int64_t i) const {
@@ -412,6 +420,7 @@ std::vector<HostTensor> interpret(const Graph& graph) {
       case AccessPattern::Matmul: values[i] = eval_matmul(node, *args[0], *args[1]); break;
       case AccessPattern::Scan: values[i] = eval_scan(node, *args[0]); break;
       case AccessPattern::Scatter: values[i] = eval_scatter(node, *args[0], *args[1], *args[2]); break;
+      case AccessPattern::Collective: values[i] = eval_collective(node, *args[0]); break;
       default: values[i] = eval_elementwise(node, args); break;
     }
   }

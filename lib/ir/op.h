@@ -45,6 +45,7 @@ enum class AccessPattern : uint8_t {
   Matmul,       ///< the packed, register-blocked micro-kernel (a special kernel)
   Scan,         ///< a running combine along one dim: element i of its prefix there
   Scatter,      ///< its first operand, with the third written at indices the second holds
+  Collective,   ///< its operand combined across the processes of a job (ir/collectives.h)
 };
 
 struct OpInfo {

@@ -190,6 +190,36 @@ absl::Status check_scan(const OpInfo& info, const Shape& in, const Node::Attrs& 
   return absl::OkStatus();
 }
 
+/// A collective's attrs against its operand `in`; its result shape.
+absl::StatusOr<Shape> collective_shape(OpKind op, const Shape& in, const Node::Attrs& attrs) {
+  const std::string_view name = op_name(op);
+  const bool reduces = op == OpKind::AllReduce || op == OpKind::ReduceScatter;
+  const size_t expected = op == OpKind::ReduceScatter ? 2 : 1;
+  if (attrs.size() != expected) {
+    return invalid(fmt::format("{}: expected attrs {}", name,
+                               op == OpKind::ReduceScatter ? "{op, world}" : reduces ? "{op}" : op == OpKind::Broadcast ? "{root}" : "{world}"));
+  }
+  if (reduces && (attrs[0] < 0 || attrs[0] > 2)) return invalid(fmt::format("{}: reduce op {} is not sum (0), max (1) or min (2)", name, attrs[0]));
+  if (op == OpKind::Broadcast) {
+    if (attrs[0] < 0) return invalid(fmt::format("broadcast: root {} must be non-negative", attrs[0]));
+    return in;
+  }
+  if (op == OpKind::AllReduce) return in;
+  const int64_t world = attrs.back();
+  if (world < 1) return invalid(fmt::format("{}: world size {} must be positive", name, world));
+  if (in.empty()) return invalid(fmt::format("{}: expected a tensor of rank 1 or more, got a scalar", name));
+  Shape out = in;
+  if (op == OpKind::AllGather) {
+    out[0] *= world;
+  } else {
+    if (in[0] % world != 0) {
+      return invalid(fmt::format("reduce_scatter: dim 0 of {} must be a multiple of the world size {}", shape_to_string(in), world));
+    }
+    out[0] /= world;
+  }
+  return out;
+}
+
 /// A scatter's operands against its input `in` (the result's shape): PyTorch's rules.
 absl::Status check_scatter(OpKind op, const Shape& in, const Shape& index, const Shape& src, const Node::Attrs& attrs) {
   const std::string_view name = op_name(op);
@@ -329,6 +359,8 @@ absl::StatusOr<std::pair<DType, Shape>> structured_result(OpKind op, std::span<c
     if (absl::Status s = check_scan(info, in, attrs); !s.ok()) return s;
   } else if (info.access == AccessPattern::Scatter) {
     if (absl::Status s = check_scatter(op, in, operands[1]->shape(), operands[2]->shape(), attrs); !s.ok()) return s;
+  } else if (info.access == AccessPattern::Collective) {
+    shape = collective_shape(op, in, attrs);
   } else switch (op) {
     case OpKind::Argmax:
       if (attrs.size() != 1) return invalid("argmax: expected attrs {dim}");

@@ -69,8 +69,11 @@ class Planner {
         if (packs_left(graph_, cuts_, i)) add({KernelKind::PackA, i}, -1, i);
         add({KernelKind::PackB, i}, -1, i);
         add({KernelKind::Matmul, i}, -1, i);
-      } else if (access == AccessPattern::Scan || access == AccessPattern::Scatter) {
-        add({access == AccessPattern::Scan ? KernelKind::Scan : KernelKind::Scatter, i}, -1, i).spec.stages = {i};
+      } else if (access == AccessPattern::Scan || access == AccessPattern::Scatter || access == AccessPattern::Collective) {
+        const KernelKind kind = access == AccessPattern::Scan      ? KernelKind::Scan
+                                : access == AccessPattern::Scatter ? KernelKind::Scatter
+                                                                   : KernelKind::Collective;
+        add({kind, i}, -1, i).spec.stages = {i};
       } else {
         Draft& d = add({KernelKind::Rows, graph_.operands[i][0]}, -1, i);
         d.spec.reduced = folded_dims(*graph_.nodes[i]);
@@ -226,6 +229,10 @@ class Planner {
           spec.temps.push_back(static_cast<int>(plan.temps.size()));
           plan.buffer_of[b] = temp_buffer_index(num_parameters, num_results, static_cast<int>(plan.temps.size()));
           plan.temps.push_back({TempBuffer::Kind::Value, b});
+        }
+        if (spec.kind == KernelKind::Collective && !collective_in_place(graph_.nodes[b]->op())) {
+          spec.temps.push_back(static_cast<int>(plan.temps.size()));
+          plan.temps.push_back({TempBuffer::Kind::Staging, b});
         }
       }
       describe_reads(spec);

@@ -22,6 +22,10 @@ namespace lazyjit::lowering {
 /// Depends only on what the graph key contains, so one key has one plan.
 KernelPlan plan_kernels(const ir::Graph& graph);
 
+/// Whether collective `op` runs in its result's buffer (all_reduce, broadcast: the operand is
+/// staged there), rather than from a staging temporary of the operand's size.
+inline bool collective_in_place(ir::OpKind op) { return op == ir::OpKind::AllReduce || op == ir::OpKind::Broadcast; }
+
 /// The node whose value `node` stores: itself, or for a reshape (a chain of them) the node
 /// below, whose elements it holds in the same order. A result that reshapes a reduction or
 /// a product is written by that node's kernel directly.

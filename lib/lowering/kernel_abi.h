@@ -130,6 +130,9 @@ enum class KernelKind : uint8_t {
   Scan,         ///< one iteration per line along the scanned dim: a running combine in order
   Scatter,      ///< one iteration per position outside the scattered dim: the input's line
                 ///< copied, then src's elements written at their indices in order
+  Collective,   ///< one iteration per element of the collective's operand, stored where the
+                ///< collective reads it (its own buffer, or a staging temporary); then the
+                ///< runtime carries out the collective (ir/collectives.h)
 };
 
 /// What the runtime needs to launch one kernel of a lowered graph, and what its emitter
@@ -140,7 +143,7 @@ struct KernelSpec {
   int domain = -1;                  ///< the node whose shape is iterated (matmul: the product)
   std::vector<int> reduced = {};    ///< Rows: dims of the domain folded within a row, ascending
   std::vector<int> stages = {};     ///< Rows: reduction nodes computed per row, in post-order;
-                                    ///< Scan, Scatter: the scan or scatter
+                                    ///< Scan, Scatter, Collective: that node
   std::vector<int> results = {};    ///< the results this kernel writes
   std::vector<int> temps = {};      ///< the temporary buffers this kernel writes
   bool collapsed = false;           ///< leaves and elementwise ops only: the collapsed loop nest
@@ -155,9 +158,10 @@ struct KernelSpec {
 
 /// A buffer the runtime allocates for one run of the graph, for values kernels pass on.
 struct TempBuffer {
-  enum class Kind : uint8_t { Value, PackedA, PackedB };
+  enum class Kind : uint8_t { Value, PackedA, PackedB, Staging };
   Kind kind;
-  int node;  ///< Value: the node stored; packed: the matmul whose operand it holds
+  int node;  ///< Value: the node stored; packed: the matmul whose operand it holds; staging:
+             ///< the collective whose operand it holds (all_gather, reduce_scatter)
   int bytes = -1;  ///< its size: a step of KernelPlan::sizes
 };
 

@@ -174,6 +174,32 @@ void build_elementwise(KernelContext& c) {
   c.k.kernel().work = c.i64(1);
 }
 
+void build_collective(KernelContext& c) {
+  const int node = c.spec.stages[0];
+  const int operand = c.graph.operands[node][0];
+  const int rank = c.node(operand).rank();
+  const DType dtype = c.node(node).dtype();
+  // The result's buffer is in the frame even when the operand is staged elsewhere: the
+  // runtime finds both there, and allocates the result before this kernel runs.
+  const int result = c.v.buffer(c.plan.buffer_of[node], dtype);
+  int staged = result;
+  for (int t : c.spec.temps) {
+    if (c.plan.temps[t].kind != TempBuffer::Kind::Staging) continue;
+    staged = c.v.buffer(temp_buffer_index(c.num_parameters, static_cast<int>(c.graph.roots.size()), t), dtype);
+  }
+  c.for_runs(rank == 0 ? c.i64(1) : c.v.dim(operand, rank - 1), [&](Id run, Id base, Id j0, Id j1) {
+    std::vector<Id> dims(rank, c.i64(0));
+    if (rank > 1) c.v.unravel_into(operand, run, 0, rank - 1, dims);
+    c.k.loop(j0, j1, [&](Id j) {
+      if (rank > 0) dims[rank - 1] = j;
+      const Id at = c.k.add(base, j);
+      c.k.store(staged, at, c.v.at(operand, Index{dims, at}));
+    });
+  });
+  c.k.kernel().count = c.v.numel(operand, 0, rank);
+  c.k.kernel().work = c.i64(1);
+}
+
 kir::Kernel build_kernel(const ir::Graph& graph, const KernelPlan& plan, KernelSpec& spec, std::span<const Alias> aliases) {
   KernelContext c(graph, plan, spec, aliases);
   std::string& per = c.k.kernel().kind;  // what one iteration of the parallel loop is
@@ -185,6 +211,7 @@ kir::Kernel build_kernel(const ir::Graph& graph, const KernelPlan& plan, KernelS
     case KernelKind::Matmul: per = "tile"; build_matmul(c); break;
     case KernelKind::Scan: per = "line"; build_scan(c); break;
     case KernelKind::Scatter: per = "line"; build_scatter(c); break;
+    case KernelKind::Collective: per = "element"; build_collective(c); break;
   }
   c.v.finish();
   return c.k.take();

@@ -60,5 +60,7 @@ void build_pack(KernelContext& c, bool left);
 void build_matmul(KernelContext& c);
 void build_scan(KernelContext& c);
 void build_scatter(KernelContext& c);
+/// A collective's operand, stored where the runtime's collective reads it.
+void build_collective(KernelContext& c);
 
 }  // namespace lazyjit::lowering

@@ -28,8 +28,9 @@ void plan_temp_sizes(const ir::Graph& graph, KernelPlan& plan) {
   for (TempBuffer& temp : plan.temps) {
     const ir::Node& node = *graph.nodes[temp.node];
     const int element = p.constant(dtype_size(node.dtype()));
-    if (temp.kind == TempBuffer::Kind::Value) {
-      temp.bytes = p.apply(Op::Mul, numel(temp.node, 0, node.rank()), element);
+    if (temp.kind == TempBuffer::Kind::Value || temp.kind == TempBuffer::Kind::Staging) {
+      const int stored = temp.kind == TempBuffer::Kind::Value ? temp.node : graph.operands[temp.node][0];
+      temp.bytes = p.apply(Op::Mul, numel(stored, 0, graph.nodes[stored]->rank()), element);
       continue;
     }
     // A packed operand: per batch, whole panels of MR rows (or NR columns), each K long.
@@ -118,6 +119,7 @@ const char* kind_name(KernelKind kind) {
     case KernelKind::Matmul: return "matmul";
     case KernelKind::Scan: return "scan";
     case KernelKind::Scatter: return "scatter";
+    case KernelKind::Collective: return "collective";
   }
   return "?";
 }
@@ -141,7 +143,10 @@ std::string print_plan(const ir::Graph& graph, const KernelPlan& plan) {
   }
   for (size_t t = 0; t < plan.temps.size(); ++t) {
     const TempBuffer& temp = plan.temps[t];
-    const char* what = temp.kind == TempBuffer::Kind::Value ? "value of" : temp.kind == TempBuffer::Kind::PackedA ? "packed left operand of" : "packed right operand of";
+    const char* what = temp.kind == TempBuffer::Kind::Value     ? "value of"
+                       : temp.kind == TempBuffer::Kind::PackedA ? "packed left operand of"
+                       : temp.kind == TempBuffer::Kind::PackedB ? "packed right operand of"
+                                                                : "staged operand of";
     out += fmt::format("  t{}: {} %{}\n", t, what, temp.node);
   }
   std::vector<int> cuts;

@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "fmt/format.h"
 #include "ir/builder.h"
+#include "ir/collectives.h"
 #include "ir/printer.h"
 #include "ir/structured.h"
 #include "ir/verifier.h"
@@ -195,6 +196,33 @@ void GraphExecutor::compile_in_background(const ir::Hash128& key, std::shared_pt
   });
 }
 
+namespace {
+
+/// Carries out the collective of `kernel`, whose operand the kernel has just staged, into the
+/// collective's buffer, and copies that to the kernel's other results (roots that are the
+/// same value).
+void run_collective_kernel(const ir::Graph& graph, const lowering::KernelPlan& plan, const lowering::KernelSpec& kernel,
+                           const std::vector<void*>& buffers) {
+  const int node = kernel.stages[0];
+  const ir::Node& collective = *graph.nodes[node];
+  const int num_parameters = static_cast<int>(graph.parameters.size());
+  const int num_results = static_cast<int>(graph.roots.size());
+  void* out = buffers[plan.buffer_of[node]];
+  const void* in = out;
+  for (int t : kernel.temps) {
+    if (plan.temps[t].kind == lowering::TempBuffer::Kind::Staging) in = buffers[lowering::temp_buffer_index(num_parameters, num_results, t)];
+  }
+  const int64_t count = ir::numel(collective.shape());
+  ir::run_collective({.node = &collective, .in = in, .in_count = ir::numel(graph.nodes[graph.operands[node][0]]->shape()),
+                      .out = out, .out_count = count});
+  for (int r : kernel.results) {
+    void* copy = buffers[num_parameters + r];
+    if (copy != out) std::memcpy(copy, out, static_cast<size_t>(count * dtype_size(collective.dtype())));
+  }
+}
+
+}  // namespace
+
 void GraphExecutor::execute(const ir::Graph& graph, const Code& code, std::span<const lowering::Alias> aliases,
                             const std::vector<std::shared_ptr<detail::TensorImpl>>& targets, bool keep_history) {
   const lowering::KernelPlan& plan = code.plan;
@@ -288,6 +316,7 @@ void GraphExecutor::execute(const ir::Graph& graph, const Code& code, std::span<
       if (check.bound == lowering::KernelCheck::kNonzero) throw Error(ir::division_error(node.op()));
       throw Error(ir::index_error(node.op(), node.attrs(), offending, shapes[check.bound]));
     }
+    if (kernel.kind == lowering::KernelKind::Collective) run_collective_kernel(graph, plan, kernel, buffers);
     for (int t : dead[pos]) temps[t].reset();
   }
   counters_.execute_ns.fetch_add(nanoseconds_since(start), std::memory_order_relaxed);

@@ -1,0 +1,319 @@
+// lazyjit::dist over MPI: joining the job, and MPI as the carrier of the graph's collective
+// ops (ir/collectives.h). Every call goes through one lock, in the order the graphs run them
+// (every rank runs the same collectives in the same order), and is non-blocking MPI waited on
+// with a deadline, so a rank that died makes the others fail instead of hanging.
+// The C API only: Open MPI's deprecated C++ bindings would need libmpi_cxx.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fmt/format.h"
+#include "ir/collectives.h"
+#include "lazyjit/dist.h"
+#include "lazyjit/error.h"
+
+namespace lazyjit::dist {
+namespace {
+
+void check_mpi(int code, std::string_view what) {
+  if (code == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  throw Error(fmt::format("{}: MPI failed: {}", what, std::string_view(text, static_cast<size_t>(length))));
+}
+
+MPI_Datatype mpi_type(DType dtype) {
+  switch (dtype) {
+    case DType::Bool: return MPI_UINT8_T;  // one byte, 0 or 1
+    case DType::Int32: return MPI_INT32_T;
+    case DType::Int64: return MPI_INT64_T;
+    case DType::Float32: return MPI_FLOAT;
+    case DType::Float64: return MPI_DOUBLE;
+  }
+  return MPI_BYTE;
+}
+
+MPI_Op mpi_op(int64_t op) {
+  switch (static_cast<ir::ReduceOp>(op)) {
+    case ir::ReduceOp::Sum: return MPI_SUM;
+    case ir::ReduceOp::Max: return MPI_MAX;
+    case ir::ReduceOp::Min: return MPI_MIN;
+  }
+  return MPI_SUM;
+}
+
+/// What every rank must agree on before a collective moves data: the op, its attrs, the
+/// operand's dtype and shape. Fixed size, so one small all-gather compares them all.
+struct Signature {
+  static constexpr int kMaxDims = 8;
+  std::array<int64_t, 6 + kMaxDims> values{};
+
+  static Signature of(const ir::CollectiveCall& call, const ir::Shape& operand) {
+    Signature s;
+    const ir::Node& node = *call.node;
+    s.values[0] = static_cast<int64_t>(node.op());
+    for (size_t i = 0; i < node.attrs().size() && i < 2; ++i) s.values[1 + i] = node.attrs()[i];
+    s.values[3] = static_cast<int64_t>(node.dtype());
+    s.values[4] = static_cast<int64_t>(operand.size());
+    s.values[5] = call.in_count;
+    for (size_t d = 0; d < operand.size() && d < kMaxDims; ++d) s.values[6 + d] = operand[d];
+    return s;
+  }
+  bool same_op(const Signature& o) const { return std::equal(values.begin(), values.begin() + 3, o.values.begin()); }
+  std::string operand_text() const {
+    std::vector<int64_t> dims(values.begin() + 6, values.begin() + 6 + std::min<int64_t>(values[4], kMaxDims));
+    return fmt::format("{}[{}]", dtype_name(static_cast<DType>(values[3])), fmt::join(dims, ", "));
+  }
+  std::string op_text() const {
+    return std::string(ir::op_name(static_cast<ir::OpKind>(values[0])));
+  }
+  friend bool operator==(const Signature&, const Signature&) = default;
+};
+
+class MpiCollectives final : public ir::Collectives {
+ public:
+  MpiCollectives(MPI_Comm comm, double timeout) : comm_(comm), timeout_(timeout) {
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+  }
+
+  int rank() const override { return rank_; }
+  int world_size() const override { return size_; }
+
+  void run(const ir::CollectiveCall& call) override {
+    std::lock_guard lock(mutex_);
+    const ir::Node& node = *call.node;
+    const std::string_view name = ir::op_name(node.op());
+    agree(call, name);
+    if (size_ == 1) {
+      if (call.in != call.out) std::memcpy(call.out, call.in, static_cast<size_t>(call.out_count * dtype_size(node.dtype())));
+      return;
+    }
+    const MPI_Datatype type = mpi_type(node.dtype());
+    switch (node.op()) {
+      case ir::OpKind::AllReduce: all_reduce(call, type, name); break;
+      case ir::OpKind::Broadcast: {
+        if (call.in != call.out) std::memcpy(call.out, call.in, static_cast<size_t>(call.out_count * dtype_size(node.dtype())));
+        MPI_Request request;
+        check_mpi(MPI_Ibcast(call.out, count(call.out_count, name), type, static_cast<int>(node.attrs()[0]), comm_, &request), name);
+        wait(request, name);
+        break;
+      }
+      case ir::OpKind::AllGather: {
+        MPI_Request request;
+        const int n = count(call.in_count, name);
+        check_mpi(MPI_Iallgather(call.in, n, type, call.out, n, type, comm_, &request), name);
+        wait(request, name);
+        break;
+      }
+      case ir::OpKind::ReduceScatter: {
+        MPI_Request request;
+        check_mpi(MPI_Ireduce_scatter_block(call.in, call.out, count(call.out_count, name), type, mpi_op(node.attrs()[0]),
+                                            comm_, &request),
+                  name);
+        wait(request, name);
+        break;
+      }
+      default: throw Error(fmt::format("{} is not a collective", name));
+    }
+  }
+
+  void barrier() {
+    std::lock_guard lock(mutex_);
+    MPI_Request request;
+    check_mpi(MPI_Ibarrier(comm_, &request), "barrier");
+    wait(request, "barrier");
+  }
+
+  double timeout() const { return timeout_; }
+  MPI_Comm comm() const { return comm_; }
+
+ private:
+  static int count(int64_t n, std::string_view name) {
+    if (n > INT32_MAX) throw Error(fmt::format("{}: {} elements are more than MPI's int count takes", name, n));
+    return static_cast<int>(n);
+  }
+
+  /// Every rank's signature, compared: a mismatch is an Error on every rank, naming each
+  /// rank's operand, before any data moves.
+  void agree(const ir::CollectiveCall& call, std::string_view name) {
+    if (size_ == 1) return;
+    const ir::Node& node = *call.node;
+    (void)node;
+    const Signature mine = Signature::of(call, operand_shape(call));
+    std::vector<Signature> all(static_cast<size_t>(size_));
+    MPI_Request request;
+    const int n = static_cast<int>(mine.values.size());
+    check_mpi(MPI_Iallgather(mine.values.data(), n, MPI_INT64_T, all.data(), n, MPI_INT64_T, comm_, &request), name);
+    wait(request, name);
+    if (std::all_of(all.begin(), all.end(), [&](const Signature& s) { return s == all[0]; })) return;
+    std::string ranks;
+    const bool same_op = std::all_of(all.begin(), all.end(), [&](const Signature& s) { return s.same_op(all[0]); });
+    for (int r = 0; r < size_; ++r) {
+      const Signature& s = all[static_cast<size_t>(r)];
+      ranks += fmt::format("{}rank {}: {}", r == 0 ? "" : ", ", r, same_op ? s.operand_text() : s.op_text() + " of " + s.operand_text());
+    }
+    throw Error(same_op ? fmt::format("{}: the ranks' tensors differ ({})", name, ranks)
+                        : fmt::format("{}: the ranks run different collectives ({}): every rank must run the same "
+                                      "collectives in the same order",
+                                      name, ranks));
+  }
+
+  /// The operand's shape: the collective's own, with dim 0 scaled back for the ops that
+  /// change it (the node holds its result's shape).
+  ir::Shape operand_shape(const ir::CollectiveCall& call) const {
+    ir::Shape shape = call.node->shape();
+    if (call.node->op() == ir::OpKind::AllGather) shape[0] /= call.node->attrs()[0];
+    if (call.node->op() == ir::OpKind::ReduceScatter) shape[0] *= call.node->attrs()[1];
+    return shape;
+  }
+
+  /// A sum every rank holds bit for bit: each rank combines one slice of the elements over all
+  /// ranks (reduce-scatter), and every rank gathers the combined slices (the same bytes).
+  void all_reduce(const ir::CollectiveCall& call, MPI_Datatype type, std::string_view name) {
+    const int64_t n = call.out_count;
+    std::vector<int> counts(static_cast<size_t>(size_)), displs(static_cast<size_t>(size_));
+    for (int r = 0, at = 0; r < size_; ++r) {
+      counts[r] = count(n / size_ + (r < n % size_ ? 1 : 0), name);
+      displs[r] = at;
+      at += counts[r];
+    }
+    const int64_t element = dtype_size(call.node->dtype());
+    scratch_.resize(static_cast<size_t>(std::max(counts[0], 1) * element));
+    MPI_Request request;
+    check_mpi(MPI_Ireduce_scatter(call.in, scratch_.data(), counts.data(), type, mpi_op(call.node->attrs()[0]), comm_, &request), name);
+    wait(request, name);
+    check_mpi(MPI_Iallgatherv(scratch_.data(), counts[rank_], type, call.out, counts.data(), displs.data(), type, comm_, &request),
+              name);
+    wait(request, name);
+  }
+
+  /// Waits for `request`, polling (yielding the core: ranks may share cores) until the
+  /// deadline; then fails: the other ranks did not answer.
+  void wait(MPI_Request& request, std::string_view name) {
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_));
+    for (int polls = 0;; ++polls) {
+      int done = 0;
+      check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), name);
+      if (done) return;
+      if (polls < 1000) {
+        std::this_thread::yield();
+        continue;
+      }
+      if (Clock::now() > deadline) {
+        throw Error(fmt::format("{}: the other ranks did not answer within {} s (LAZYJIT_DIST_TIMEOUT): a rank may have "
+                                "exited; this job cannot go on",
+                                name, timeout_));
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+
+  MPI_Comm comm_;
+  double timeout_;
+  int rank_ = 0, size_ = 1;
+  std::mutex mutex_;
+  std::vector<uint8_t> scratch_;
+};
+
+struct State {
+  std::mutex mutex;
+  std::shared_ptr<MpiCollectives> backend;
+  bool owns_mpi = false;  // init() called MPI_Init_thread
+};
+
+State& state() {
+  static State s;
+  return s;
+}
+
+/// Whether a launcher (Open MPI's mpirun, a PMI or PMIx one) started this process.
+bool launched() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"}) {
+    if (std::getenv(name) != nullptr) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+double timeout_seconds() {
+  const char* text = std::getenv("LAZYJIT_DIST_TIMEOUT");
+  if (text == nullptr || *text == '\0') return 600.0;
+  char* end = nullptr;
+  const double value = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !(value > 0)) {
+    throw Error(fmt::format("LAZYJIT_DIST_TIMEOUT={}: expected a positive number of seconds", text));
+  }
+  return value;
+}
+
+void init() {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (s.backend) return;
+  int already = 0;
+  MPI_Initialized(&already);
+  if (!already && !launched()) return;  // a world of one, without MPI
+  const double timeout = timeout_seconds();
+  if (!already) {
+    int provided = 0;
+    check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "dist::init");
+    s.owns_mpi = true;
+    if (provided < MPI_THREAD_SERIALIZED) {
+      throw Error(fmt::format("dist::init: the MPI library offers thread level {}; lazyjit needs MPI_THREAD_SERIALIZED ({})",
+                              provided, MPI_THREAD_SERIALIZED));
+    }
+  }
+  MPI_Comm comm;
+  check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &comm), "dist::init");
+  check_mpi(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "dist::init");
+  s.backend = std::make_shared<MpiCollectives>(comm, timeout);
+  ir::set_collectives(s.backend);
+}
+
+void finalize() {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (!s.backend) return;
+  ir::set_collectives(nullptr);
+  MPI_Comm comm = s.backend->comm();
+  s.backend.reset();
+  MPI_Comm_free(&comm);
+  if (s.owns_mpi) {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Finalize();
+    s.owns_mpi = false;
+  }
+}
+
+bool initialized() {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  return s.backend != nullptr;
+}
+
+void barrier() {
+  std::shared_ptr<MpiCollectives> backend;
+  {
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    backend = s.backend;
+  }
+  if (backend) backend->barrier();
+}
+
+}  // namespace lazyjit::dist

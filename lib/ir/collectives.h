@@ -1,0 +1,55 @@
+// Collective ops (all_reduce, broadcast, all_gather, reduce_scatter) are graph nodes like any
+// other; who carries them out across the processes of a job is registered here (lazyjit::dist
+// registers MPI). With none registered a process is a world of one, where each collective
+// is a copy. The interpreter and the runtime both call it, so the layers above depend on this
+// interface alone, never on MPI.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "ir/node.h"
+
+namespace lazyjit::ir {
+
+/// attrs[0] of all_reduce and reduce_scatter: how elements of the ranks combine.
+enum class ReduceOp : int64_t { Sum = 0, Max = 1, Min = 2 };
+
+/// One collective on buffers: `in` holds `in_count` elements of `dtype` (the node's operand,
+/// row-major), `out` receives the node's `out_count` elements. `in` and `out` may be the
+/// same buffer for all_reduce and broadcast (in place).
+struct CollectiveCall {
+  const Node* node = nullptr;
+  const void* in = nullptr;
+  int64_t in_count = 0;
+  void* out = nullptr;
+  int64_t out_count = 0;
+};
+
+class Collectives {
+ public:
+  virtual ~Collectives() = default;
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+  /// Carries out `call`, blocking until its result is in `out`. Every rank calls it with the
+  /// same collectives in the same order; a rank whose operand differs in shape or dtype from
+  /// another's gets (on every rank) a lazyjit::Error naming the collective and both shapes,
+  /// before any data moves.
+  virtual void run(const CollectiveCall& call) = 0;
+};
+
+/// Registers `backend` for the process (nullptr: back to a world of one). Set it before the
+/// first collective is traced: a graph's collectives hold the world size they were traced in.
+void set_collectives(std::shared_ptr<Collectives> backend);
+/// The registered backend, or nullptr.
+std::shared_ptr<Collectives> collectives();
+int collective_rank();
+int collective_world_size();
+/// Carries out `call` with the registered backend, or as a world of one.
+void run_collective(const CollectiveCall& call);
+
+/// The text of a reduce op ("sum", "max", "min").
+std::string reduce_op_name(int64_t op);
+
+}  // namespace lazyjit::ir
