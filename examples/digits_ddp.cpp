@@ -6,6 +6,7 @@
 // accuracy and lazyjit's counters; exits 1 below 95%.
 //
 //   --steps=K   stop after K steps (default: 15 epochs)
+//   --bucket-kb=N  gradients per all_reduce (DataParallel's bucket, default 25 MB)
 //   --check     also check, after every step, that the parameters are bitwise equal on every
 //               rank; and train beside it, on every rank, one model without collectives on
 //               the concatenated batches of all ranks: after the last step the two agree
@@ -44,6 +45,7 @@ struct Mlp {
 struct Options {
   int64_t steps = -1;
   bool check = false;
+  int64_t bucket_bytes = int64_t{25} << 20;
   std::string data = kDefaultDigitsPath;
 };
 
@@ -88,7 +90,7 @@ int train(const DigitsData& data, const Options& options) {
   const int64_t train_rows = static_cast<int64_t>(split.train.size());
   // Different seeds on every rank: DataParallel's broadcast makes the models equal.
   Mlp model(100 + static_cast<uint64_t>(rank) * 10);
-  nn::DataParallel ddp(model.parameters());
+  nn::DataParallel ddp(model.parameters(), options.bucket_bytes);
   lazyjit::optim::Adam opt(model.parameters(), {.lr = kLearningRate});
   Mlp reference(100);  // --check: rank 0's initial weights, trained on the whole global batch
   lazyjit::optim::Adam reference_opt(reference.parameters(), {.lr = kLearningRate});
@@ -141,6 +143,11 @@ int train(const DigitsData& data, const Options& options) {
     std::printf("compiles %lld, graphs run %lld, donations %lld\n", static_cast<long long>(after.compiles - before.compiles),
                 static_cast<long long>(after.graphs_executed - before.graphs_executed),
                 static_cast<long long>(after.donations - before.donations));
+    const double under_way = after.collective_seconds - before.collective_seconds;
+    const double waited = after.collective_wait_seconds - before.collective_wait_seconds;
+    if (world > 1) std::printf("collectives %lld: %.1f ms under way, kernels waited %.1f ms for them (%.0f%% hidden behind kernels)\n",
+                static_cast<long long>(after.collectives - before.collectives), under_way * 1e3, waited * 1e3,
+                under_way > 0 ? 100 * (1 - waited / under_way) : 0.0);
   }
   if (options.check) {
     const double difference = relative_difference(model.parameters(), reference.parameters());
@@ -166,12 +173,14 @@ int main(int argc, char** argv) {
     const std::string_view arg = argv[i];
     if (arg.starts_with("--steps=")) {
       options.steps = std::stoll(std::string(arg.substr(8)));
+    } else if (arg.starts_with("--bucket-kb=")) {
+      options.bucket_bytes = std::stoll(std::string(arg.substr(12))) * 1024;
     } else if (arg == "--check") {
       options.check = true;
     } else if (arg.starts_with("--data=")) {
       options.data = std::string(arg.substr(7));
     } else {
-      std::fprintf(stderr, "usage: [mpirun -np N] digits_ddp [--steps=K] [--check] [--data=PATH]\n");
+      std::fprintf(stderr, "usage: [mpirun -np N] digits_ddp [--steps=K] [--bucket-kb=N] [--check] [--data=PATH]\n");
       return 2;
     }
   }

@@ -124,6 +124,26 @@ TEST(DataParallelTest, InAWorldOfOneTheMeanIsTheGradient) {
                "DataParallel::average: expected 4 gradients (one per parameter), got 1");
 }
 
+TEST(DataParallelTest, GradientBucketsRunBesideTheRestOfTheBackwardPass) {
+  // A two-layer MLP's step, a bucket per parameter: the last layer's gradients are reduced
+  // while the first layer's are computed; the optimizer's kernels wait for them.
+  std::mt19937 rng(64);
+  nn::Linear hidden(8, 16, 1), output(16, 4, 2);
+  std::vector<Tensor> params = {hidden.weight, hidden.bias, output.weight, output.bias};
+  nn::DataParallel ddp(params, /*bucket_bytes=*/1);
+  optim::SGD opt(params, {.lr = 0.1});
+  sync(params);
+  const Tensor x = random_tensor(rng, {32, 8}, DType::Float32);
+  const Tensor y = Tensor::from_vector<int64_t>(std::vector<int64_t>(32, 1), {32});
+  const Metrics before = metrics();
+  opt.step(ddp.average(grad(nn::cross_entropy(output(relu(hidden(x))), y), params)));
+  mark_step();
+  const Metrics after = metrics();
+  EXPECT_EQ(ddp.buckets().size(), 4u);
+  EXPECT_EQ(after.collectives - before.collectives, 4);
+  EXPECT_GE(after.collectives_overlapped - before.collectives_overlapped, 2);
+}
+
 TEST(DataParallelTest, ShardsCoverTheDataSetWithEqualCounts) {
   for (int world : {1, 2, 3, 4}) {
     std::multiset<int64_t> seen;

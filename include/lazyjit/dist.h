@@ -13,10 +13,11 @@
 
 namespace lazyjit::dist {
 
-/// Joins the job: MPI_Init_thread (MPI_THREAD_MULTIPLE if the MPI library offers it, else
-/// serialized through a lock) when the process was started by mpirun (or MPI was initialised
-/// already), and registers MPI as the carrier of collectives. A process not started by a
-/// launcher is a world of one and does not initialise MPI. Idempotent.
+/// Joins the job: MPI_Init_thread (at least MPI_THREAD_SERIALIZED: one communication thread
+/// of lazyjit's makes its MPI calls, while kernels run on) when the process was started by
+/// mpirun (or MPI was initialised already), and registers MPI as the carrier of collectives.
+/// A process not started by a launcher is a world of one and does not initialise MPI.
+/// Idempotent.
 void init();
 /// Leaves the job (MPI_Finalize if init initialised MPI); collectives become a world of one.
 void finalize();

@@ -68,6 +68,11 @@ struct Metrics {
   int64_t tier_switches = 0;      ///< graphs whose background compile finished: compiled from then on
   double compile_seconds = 0;     ///< lowering + LLVM optimise + codegen
   double execute_seconds = 0;     ///< running kernels
+  int64_t collectives = 0;        ///< collective ops carried out (lazyjit/collectives.h)
+  int64_t collectives_overlapped = 0;  ///< of those, the ones a kernel ran beside
+  double collective_seconds = 0;  ///< their time under way, start to end
+  double collective_wait_seconds = 0;  ///< of that, the time kernels waited for them (the rest
+                                       ///< ran beside kernels: overlapped)
 };
 Metrics metrics();
 /// A readable report of metrics(), one counter per line.

@@ -1,7 +1,8 @@
 // lazyjit::dist over MPI: joining the job, and MPI as the carrier of the graph's collective
-// ops (ir/collectives.h). Every call goes through one lock, in the order the graphs run them
-// (every rank runs the same collectives in the same order), and is non-blocking MPI waited on
-// with a deadline, so a rank that died makes the others fail instead of hanging.
+// ops (ir/collectives.h). One communication thread makes every MPI call, in the order the
+// graphs start their collectives (every rank starts the same ones in the same order), while
+// the graph's kernels run on; each call is non-blocking MPI waited on with a deadline, so a
+// rank that died makes the others fail instead of hanging.
 // The C API only: Open MPI's deprecated C++ bindings would need libmpi_cxx.
 #define OMPI_SKIP_MPICXX 1
 #define MPICH_SKIP_MPICXX 1
@@ -10,6 +11,9 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <future>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -81,6 +85,63 @@ struct Signature {
   friend bool operator==(const Signature&, const Signature&) = default;
 };
 
+/// Runs jobs one after another, in the order they were posted, on a thread of its own.
+class CommThread {
+ public:
+  CommThread() : thread_([this] { loop(); }) {}
+  ~CommThread() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    ready_.notify_one();
+    thread_.join();
+  }
+
+  /// The job's result (or exception), once it has run after every job posted before it.
+  std::future<double> post(std::function<double()> job) {
+    std::packaged_task<double()> task(std::move(job));
+    std::future<double> result = task.get_future();
+    {
+      std::lock_guard lock(mutex_);
+      jobs_.push_back(std::move(task));
+    }
+    ready_.notify_one();
+    return result;
+  }
+
+ private:
+  void loop() {
+    for (;;) {
+      std::packaged_task<double()> job;
+      {
+        std::unique_lock lock(mutex_);
+        ready_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+        if (jobs_.empty()) return;
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      job();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::packaged_task<double()>> jobs_;
+  bool stop_ = false;
+  std::thread thread_;  // last: it starts once the rest is built
+};
+
+/// A collective posted to the communication thread.
+class MpiRequest final : public ir::CollectiveRequest {
+ public:
+  explicit MpiRequest(std::future<double> done) : done_(std::move(done)) {}
+  double wait() override { return done_.get(); }
+
+ private:
+  std::future<double> done_;
+};
+
 class MpiCollectives final : public ir::Collectives {
  public:
   MpiCollectives(MPI_Comm comm, double timeout) : comm_(comm), timeout_(timeout) {
@@ -91,8 +152,33 @@ class MpiCollectives final : public ir::Collectives {
   int rank() const override { return rank_; }
   int world_size() const override { return size_; }
 
-  void run(const ir::CollectiveCall& call) override {
-    std::lock_guard lock(mutex_);
+  void run(const ir::CollectiveCall& call) override { start(call)->wait(); }
+
+  std::unique_ptr<ir::CollectiveRequest> start(const ir::CollectiveCall& call) override {
+    const auto posted = std::chrono::steady_clock::now();
+    return std::make_unique<MpiRequest>(comm_thread_.post([this, call, posted] {
+      carry_out(call);
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - posted).count();
+    }));
+  }
+
+  void barrier() {
+    comm_thread_
+        .post([this] {
+          MPI_Request request;
+          check_mpi(MPI_Ibarrier(comm_, &request), "barrier");
+          wait(request, "barrier");
+          return 0.0;
+        })
+        .get();
+  }
+
+  double timeout() const { return timeout_; }
+  MPI_Comm comm() const { return comm_; }
+
+ private:
+  /// On the communication thread: the collective, from the signature check to its result.
+  void carry_out(const ir::CollectiveCall& call) {
     const ir::Node& node = *call.node;
     const std::string_view name = ir::op_name(node.op());
     agree(call, name);
@@ -129,17 +215,6 @@ class MpiCollectives final : public ir::Collectives {
     }
   }
 
-  void barrier() {
-    std::lock_guard lock(mutex_);
-    MPI_Request request;
-    check_mpi(MPI_Ibarrier(comm_, &request), "barrier");
-    wait(request, "barrier");
-  }
-
-  double timeout() const { return timeout_; }
-  MPI_Comm comm() const { return comm_; }
-
- private:
   static int count(int64_t n, std::string_view name) {
     if (n > INT32_MAX) throw Error(fmt::format("{}: {} elements are more than MPI's int count takes", name, n));
     return static_cast<int>(n);
@@ -199,33 +274,38 @@ class MpiCollectives final : public ir::Collectives {
     wait(request, name);
   }
 
-  /// Waits for `request`, polling (yielding the core: ranks may share cores) until the
-  /// deadline; then fails: the other ranks did not answer.
+  /// Waits for `request`: polls it for up to 200 microseconds (a small collective's usual
+  /// time), then between sleeps of 20 microseconds, so that a long one leaves the core to the
+  /// kernels it overlaps (and to other ranks sharing the cores: sched_yield between polls made
+  /// a small all_reduce take milliseconds on an oversubscribed virtual machine); fails at the
+  /// deadline: the other ranks did not answer.
   void wait(MPI_Request& request, std::string_view name) {
     using Clock = std::chrono::steady_clock;
-    const Clock::time_point deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_));
+    const Clock::time_point start = Clock::now();
+    const Clock::time_point spin_until = start + std::chrono::microseconds(200);
+    const Clock::time_point deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_));
     for (int polls = 0;; ++polls) {
       int done = 0;
       check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), name);
       if (done) return;
-      if (polls < 1000) {
-        std::this_thread::yield();
-        continue;
-      }
-      if (Clock::now() > deadline) {
+      if (polls % 64 != 63) continue;
+      const Clock::time_point now = Clock::now();
+      if (now < spin_until) continue;
+      if (now > deadline) {
         throw Error(fmt::format("{}: the other ranks did not answer within {} s (LAZYJIT_DIST_TIMEOUT): a rank may have "
                                 "exited; this job cannot go on",
                                 name, timeout_));
       }
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      polls = 0;  // a few polls after each sleep
     }
   }
 
   MPI_Comm comm_;
   double timeout_;
   int rank_ = 0, size_ = 1;
-  std::mutex mutex_;
-  std::vector<uint8_t> scratch_;
+  std::vector<uint8_t> scratch_;  // the communication thread's
+  CommThread comm_thread_;        // last: joined first, before the rest goes
 };
 
 struct State {

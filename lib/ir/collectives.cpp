@@ -1,6 +1,6 @@
 #include "ir/collectives.h"
 
-#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <mutex>
 
@@ -19,7 +19,34 @@ std::shared_ptr<Collectives>& backend_slot() {
   return slot;
 }
 
+/// A request that was over when it was made.
+class Done final : public CollectiveRequest {
+ public:
+  explicit Done(double seconds) : seconds_(seconds) {}
+  double wait() override { return seconds_; }
+
+ private:
+  double seconds_;
+};
+
+/// Runs `run` to the end and returns it as a finished request.
+template <class Run>
+std::unique_ptr<CollectiveRequest> run_to_end(Run run) {
+  const auto start = std::chrono::steady_clock::now();
+  run();
+  return std::make_unique<Done>(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
 }  // namespace
+
+std::unique_ptr<CollectiveRequest> Collectives::start(const CollectiveCall& call) {
+  return run_to_end([&] { run(call); });
+}
+
+std::unique_ptr<CollectiveRequest> start_collective(const CollectiveCall& call) {
+  if (const std::shared_ptr<Collectives> backend = collectives()) return backend->start(call);
+  return run_to_end([&] { run_collective(call); });
+}
 
 void set_collectives(std::shared_ptr<Collectives> backend) {
   std::lock_guard lock(backend_mutex());

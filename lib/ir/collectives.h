@@ -27,6 +27,16 @@ struct CollectiveCall {
   int64_t out_count = 0;
 };
 
+/// A collective under way (Collectives::start): its buffers must stay as they are until
+/// wait() returns.
+class CollectiveRequest {
+ public:
+  virtual ~CollectiveRequest() = default;
+  /// Blocks until the result is in the call's `out`; returns how long the collective was
+  /// under way, in seconds. Throws what Collectives::run would.
+  virtual double wait() = 0;
+};
+
 class Collectives {
  public:
   virtual ~Collectives() = default;
@@ -37,6 +47,9 @@ class Collectives {
   /// another's gets (on every rank) a lazyjit::Error naming the collective and both shapes,
   /// before any data moves.
   virtual void run(const CollectiveCall& call) = 0;
+  /// Starts `call` and returns while it is under way, so that kernels can run meanwhile.
+  /// Every rank starts the same collectives in the same order. By default: run() to the end.
+  virtual std::unique_ptr<CollectiveRequest> start(const CollectiveCall& call);
 };
 
 /// Registers `backend` for the process (nullptr: back to a world of one). Set it before the
@@ -48,6 +61,8 @@ int collective_rank();
 int collective_world_size();
 /// Carries out `call` with the registered backend, or as a world of one.
 void run_collective(const CollectiveCall& call);
+/// Starts `call` with the registered backend (or runs it as a world of one).
+std::unique_ptr<CollectiveRequest> start_collective(const CollectiveCall& call);
 
 /// The text of a reduce op ("sum", "max", "min").
 std::string reduce_op_name(int64_t op);

@@ -8,7 +8,6 @@
 #include "absl/container/flat_hash_set.h"
 #include "fmt/format.h"
 #include "ir/builder.h"
-#include "ir/collectives.h"
 #include "ir/printer.h"
 #include "ir/structured.h"
 #include "ir/verifier.h"
@@ -16,6 +15,7 @@
 #include "lowering/lower.h"
 #include "lowering/fusion.h"
 #include "lowering/plan.h"
+#include "runtime/collective_runs.h"
 #include "runtime/donation.h"
 #include "runtime/logging.h"
 #include "runtime/stack_thread.h"
@@ -196,33 +196,6 @@ void GraphExecutor::compile_in_background(const ir::Hash128& key, std::shared_pt
   });
 }
 
-namespace {
-
-/// Carries out the collective of `kernel`, whose operand the kernel has just staged, into the
-/// collective's buffer, and copies that to the kernel's other results (roots that are the
-/// same value).
-void run_collective_kernel(const ir::Graph& graph, const lowering::KernelPlan& plan, const lowering::KernelSpec& kernel,
-                           const std::vector<void*>& buffers) {
-  const int node = kernel.stages[0];
-  const ir::Node& collective = *graph.nodes[node];
-  const int num_parameters = static_cast<int>(graph.parameters.size());
-  const int num_results = static_cast<int>(graph.roots.size());
-  void* out = buffers[plan.buffer_of[node]];
-  const void* in = out;
-  for (int t : kernel.temps) {
-    if (plan.temps[t].kind == lowering::TempBuffer::Kind::Staging) in = buffers[lowering::temp_buffer_index(num_parameters, num_results, t)];
-  }
-  const int64_t count = ir::numel(collective.shape());
-  ir::run_collective({.node = &collective, .in = in, .in_count = ir::numel(graph.nodes[graph.operands[node][0]]->shape()),
-                      .out = out, .out_count = count});
-  for (int r : kernel.results) {
-    void* copy = buffers[num_parameters + r];
-    if (copy != out) std::memcpy(copy, out, static_cast<size_t>(count * dtype_size(collective.dtype())));
-  }
-}
-
-}  // namespace
-
 void GraphExecutor::execute(const ir::Graph& graph, const Code& code, std::span<const lowering::Alias> aliases,
                             const std::vector<std::shared_ptr<detail::TensorImpl>>& targets, bool keep_history) {
   const lowering::KernelPlan& plan = code.plan;
@@ -264,6 +237,7 @@ void GraphExecutor::execute(const ir::Graph& graph, const Code& code, std::span<
   // then, all at once: nothing can fail after it.
   const int first_temp = lowering::temp_buffer_index(num_parameters, num_results, 0);
   std::vector<std::vector<int>> born(order.size()), dead(order.size());
+  size_t donor = order.size();  // the first kernel that writes a donated buffer
   {
     std::vector<int> first(num_temps, -1), last(num_temps, -1);
     for (size_t pos = 0; pos < order.size(); ++pos) {
@@ -275,7 +249,6 @@ void GraphExecutor::execute(const ir::Graph& graph, const Code& code, std::span<
     }
     std::vector<size_t> position(order.size());  // per kernel: where it runs
     for (size_t pos = 0; pos < order.size(); ++pos) position[order[pos]] = pos;
-    size_t donor = order.size();  // the first kernel that writes a donated buffer
     for (const lowering::Alias& a : aliases) {
       if (const int writer = plan.writer_of[a.result]; writer >= 0) donor = std::min(donor, position[writer]);
     }
@@ -286,6 +259,7 @@ void GraphExecutor::execute(const ir::Graph& graph, const Code& code, std::span<
     }
   }
   std::vector<std::unique_ptr<CpuBuffer>> temps(num_temps);
+  CollectivesUnderWay collectives(graph, plan, buffers, counters_);  // destroyed before the temporaries
 
   const Clock::time_point start = Clock::now();
   lowering::BoundFrame frame;
@@ -298,6 +272,8 @@ void GraphExecutor::execute(const ir::Graph& graph, const Code& code, std::span<
       buffers[first_temp + t] = temps[t]->data();
     }
     const lowering::KernelSpec& kernel = plan.kernels[k];
+    if (pos == donor) collectives.wait_all();
+    collectives.wait_for(kernel);
     lowering::bind_frame(kernel.frame, buffers.data(), shapes.data(), scalars.data(), &offending, frame);
     const int64_t count = sizes[kernel.count], work = sizes[kernel.work];
     int32_t status = 0;
@@ -316,9 +292,15 @@ void GraphExecutor::execute(const ir::Graph& graph, const Code& code, std::span<
       if (check.bound == lowering::KernelCheck::kNonzero) throw Error(ir::division_error(node.op()));
       throw Error(ir::index_error(node.op(), node.attrs(), offending, shapes[check.bound]));
     }
-    if (kernel.kind == lowering::KernelKind::Collective) run_collective_kernel(graph, plan, kernel, buffers);
+    collectives.kernel_ran();
+    if (kernel.kind == lowering::KernelKind::Collective) {
+      std::vector<std::unique_ptr<CpuBuffer>> keep;
+      for (int t : dead[pos]) keep.push_back(std::move(temps[t]));
+      collectives.start(kernel, std::move(keep));
+    }
     for (int t : dead[pos]) temps[t].reset();
   }
+  collectives.wait_all();
   counters_.execute_ns.fetch_add(nanoseconds_since(start), std::memory_order_relaxed);
   counters_.kernels_launched.fetch_add(static_cast<int64_t>(plan.kernels.size()), std::memory_order_relaxed);
   counters_.tier0_kernel_runs.fetch_add(tier0_runs, std::memory_order_relaxed);

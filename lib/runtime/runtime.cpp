@@ -108,6 +108,10 @@ Metrics Runtime::metrics() const {
   m.tier_switches = counters_.tier_switches.load();
   m.compile_seconds = counters_.compile_ns.load() / 1e9;
   m.execute_seconds = counters_.execute_ns.load() / 1e9;
+  m.collectives = counters_.collectives.load();
+  m.collectives_overlapped = counters_.collectives_overlapped.load();
+  m.collective_seconds = counters_.collective_ns.load() / 1e9;
+  m.collective_wait_seconds = counters_.collective_wait_ns.load() / 1e9;
   return m;
 }
 
@@ -182,6 +186,10 @@ std::string metrics_report() {
   line("bytes_out", m.bytes_out);
   line("compile_ms", fmt::format("{:.3f}", m.compile_seconds * 1e3));
   line("execute_ms", fmt::format("{:.3f}", m.execute_seconds * 1e3));
+  line("collectives", m.collectives);
+  line("collectives_overlapped", m.collectives_overlapped);
+  line("collective_ms", fmt::format("{:.3f}", m.collective_seconds * 1e3));
+  line("collective_wait_ms", fmt::format("{:.3f}", m.collective_wait_seconds * 1e3));
   line("target", Runtime::get().compiler().target_description());
   return out;
 }
