@@ -13,7 +13,7 @@ packages=(
   python3
   python3-sklearn  # the main job's data set: sklearn/datasets/data/digits.csv.gz
   libtorch-dev python3-torch pybind11-dev python3-dev  # the PyTorch front end (frontends/torch), also a benchmark peer
-  libopenmpi-dev openmpi-bin  # lazyjit_dist: collectives over MPI (lib/dist), and mpirun for its tests
+  libopenmpi-dev openmpi-bin iproute2  # lazyjit_dist: collectives over MPI (lib/dist); mpirun and ip netns for its tests
 )
 if [[ "${1:-}" == "--peers" ]]; then
   packages+=(libeigen3-dev libopenblas-dev gnuplot-nox)

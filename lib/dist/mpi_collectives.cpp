@@ -1,8 +1,9 @@
 // lazyjit::dist over MPI: joining the job, and MPI as the carrier of the graph's collective
 // ops (ir/collectives.h). One communication thread makes every MPI call, in the order the
 // graphs start their collectives (every rank starts the same ones in the same order), while
-// the graph's kernels run on; each call is non-blocking MPI waited on with a deadline, so a
-// rank that died makes the others fail instead of hanging.
+// the graph's kernels run on. Its calls block (MPI's tuned algorithms, progressed inside the
+// call); whoever waits for one waits until a deadline, so a rank that died makes the others
+// fail with an Error instead of hanging (the communication thread is then abandoned).
 // The C API only: Open MPI's deprecated C++ bindings would need libmpi_cxx.
 #define OMPI_SKIP_MPICXX 1
 #define MPICH_SKIP_MPICXX 1
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -95,8 +97,16 @@ class CommThread {
       stop_ = true;
     }
     ready_.notify_one();
-    thread_.join();
+    if (abandoned_) {
+      thread_.detach();  // stuck in MPI for good: the process is about to end
+    } else {
+      thread_.join();
+    }
   }
+
+  /// Marks the thread as stuck in a call that will not return.
+  void abandon() { abandoned_ = true; }
+  bool abandoned() const { return abandoned_; }
 
   /// The job's result (or exception), once it has run after every job posted before it.
   std::future<double> post(std::function<double()> job) {
@@ -129,17 +139,34 @@ class CommThread {
   std::condition_variable ready_;
   std::deque<std::packaged_task<double()>> jobs_;
   bool stop_ = false;
+  std::atomic<bool> abandoned_ = false;
   std::thread thread_;  // last: it starts once the rest is built
 };
+
+/// Waits for `done` until `timeout_seconds` have passed; then abandons `thread` (its call
+/// will not return: another rank is gone) and fails naming `name`.
+double wait_for(std::future<double>& done, double timeout_seconds, CommThread& thread, std::string_view name) {
+  if (done.wait_for(std::chrono::duration<double>(timeout_seconds)) == std::future_status::timeout) {
+    thread.abandon();
+    throw Error(fmt::format("{}: the other ranks did not answer within {} s (LAZYJIT_DIST_TIMEOUT): a rank may have "
+                            "exited; this job cannot go on",
+                            name, timeout_seconds));
+  }
+  return done.get();
+}
 
 /// A collective posted to the communication thread.
 class MpiRequest final : public ir::CollectiveRequest {
  public:
-  explicit MpiRequest(std::future<double> done) : done_(std::move(done)) {}
-  double wait() override { return done_.get(); }
+  MpiRequest(std::future<double> done, double timeout, CommThread& thread, std::string_view name)
+      : done_(std::move(done)), timeout_(timeout), thread_(thread), name_(name) {}
+  double wait() override { return wait_for(done_, timeout_, thread_, name_); }
 
  private:
   std::future<double> done_;
+  double timeout_;
+  CommThread& thread_;
+  std::string_view name_;
 };
 
 class MpiCollectives final : public ir::Collectives {
@@ -155,23 +182,24 @@ class MpiCollectives final : public ir::Collectives {
   void run(const ir::CollectiveCall& call) override { start(call)->wait(); }
 
   std::unique_ptr<ir::CollectiveRequest> start(const ir::CollectiveCall& call) override {
+    const std::string_view name = ir::op_name(call.node->op());
+    if (comm_thread_.abandoned()) throw Error(fmt::format("{}: an earlier collective timed out; this job cannot go on", name));
     const auto posted = std::chrono::steady_clock::now();
     return std::make_unique<MpiRequest>(comm_thread_.post([this, call, posted] {
       carry_out(call);
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - posted).count();
-    }));
+    }), timeout_, comm_thread_, name);
   }
 
   void barrier() {
-    comm_thread_
-        .post([this] {
-          MPI_Request request;
-          check_mpi(MPI_Ibarrier(comm_, &request), "barrier");
-          wait(request, "barrier");
-          return 0.0;
-        })
-        .get();
+    std::future<double> done = comm_thread_.post([this] {
+      check_mpi(MPI_Barrier(comm_), "barrier");
+      return 0.0;
+    });
+    wait_for(done, timeout_, comm_thread_, "barrier");
   }
+
+  bool abandoned() const { return comm_thread_.abandoned(); }
 
   double timeout() const { return timeout_; }
   MPI_Comm comm() const { return comm_; }
@@ -191,24 +219,17 @@ class MpiCollectives final : public ir::Collectives {
       case ir::OpKind::AllReduce: all_reduce(call, type, name); break;
       case ir::OpKind::Broadcast: {
         if (call.in != call.out) std::memcpy(call.out, call.in, static_cast<size_t>(call.out_count * dtype_size(node.dtype())));
-        MPI_Request request;
-        check_mpi(MPI_Ibcast(call.out, count(call.out_count, name), type, static_cast<int>(node.attrs()[0]), comm_, &request), name);
-        wait(request, name);
+        check_mpi(MPI_Bcast(call.out, count(call.out_count, name), type, static_cast<int>(node.attrs()[0]), comm_), name);
         break;
       }
       case ir::OpKind::AllGather: {
-        MPI_Request request;
         const int n = count(call.in_count, name);
-        check_mpi(MPI_Iallgather(call.in, n, type, call.out, n, type, comm_, &request), name);
-        wait(request, name);
+        check_mpi(MPI_Allgather(call.in, n, type, call.out, n, type, comm_), name);
         break;
       }
       case ir::OpKind::ReduceScatter: {
-        MPI_Request request;
-        check_mpi(MPI_Ireduce_scatter_block(call.in, call.out, count(call.out_count, name), type, mpi_op(node.attrs()[0]),
-                                            comm_, &request),
+        check_mpi(MPI_Reduce_scatter_block(call.in, call.out, count(call.out_count, name), type, mpi_op(node.attrs()[0]), comm_),
                   name);
-        wait(request, name);
         break;
       }
       default: throw Error(fmt::format("{} is not a collective", name));
@@ -228,10 +249,8 @@ class MpiCollectives final : public ir::Collectives {
     (void)node;
     const Signature mine = Signature::of(call, operand_shape(call));
     std::vector<Signature> all(static_cast<size_t>(size_));
-    MPI_Request request;
     const int n = static_cast<int>(mine.values.size());
-    check_mpi(MPI_Iallgather(mine.values.data(), n, MPI_INT64_T, all.data(), n, MPI_INT64_T, comm_, &request), name);
-    wait(request, name);
+    check_mpi(MPI_Allgather(mine.values.data(), n, MPI_INT64_T, all.data(), n, MPI_INT64_T, comm_), name);
     if (std::all_of(all.begin(), all.end(), [&](const Signature& s) { return s == all[0]; })) return;
     std::string ranks;
     const bool same_op = std::all_of(all.begin(), all.end(), [&](const Signature& s) { return s.same_op(all[0]); });
@@ -266,39 +285,8 @@ class MpiCollectives final : public ir::Collectives {
     }
     const int64_t element = dtype_size(call.node->dtype());
     scratch_.resize(static_cast<size_t>(std::max(counts[0], 1) * element));
-    MPI_Request request;
-    check_mpi(MPI_Ireduce_scatter(call.in, scratch_.data(), counts.data(), type, mpi_op(call.node->attrs()[0]), comm_, &request), name);
-    wait(request, name);
-    check_mpi(MPI_Iallgatherv(scratch_.data(), counts[rank_], type, call.out, counts.data(), displs.data(), type, comm_, &request),
-              name);
-    wait(request, name);
-  }
-
-  /// Waits for `request`: polls it for up to 200 microseconds (a small collective's usual
-  /// time), then between sleeps of 20 microseconds, so that a long one leaves the core to the
-  /// kernels it overlaps (and to other ranks sharing the cores: sched_yield between polls made
-  /// a small all_reduce take milliseconds on an oversubscribed virtual machine); fails at the
-  /// deadline: the other ranks did not answer.
-  void wait(MPI_Request& request, std::string_view name) {
-    using Clock = std::chrono::steady_clock;
-    const Clock::time_point start = Clock::now();
-    const Clock::time_point spin_until = start + std::chrono::microseconds(200);
-    const Clock::time_point deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_));
-    for (int polls = 0;; ++polls) {
-      int done = 0;
-      check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), name);
-      if (done) return;
-      if (polls % 64 != 63) continue;
-      const Clock::time_point now = Clock::now();
-      if (now < spin_until) continue;
-      if (now > deadline) {
-        throw Error(fmt::format("{}: the other ranks did not answer within {} s (LAZYJIT_DIST_TIMEOUT): a rank may have "
-                                "exited; this job cannot go on",
-                                name, timeout_));
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
-      polls = 0;  // a few polls after each sleep
-    }
+    check_mpi(MPI_Reduce_scatter(call.in, scratch_.data(), counts.data(), type, mpi_op(call.node->attrs()[0]), comm_), name);
+    check_mpi(MPI_Allgatherv(scratch_.data(), counts[rank_], type, call.out, counts.data(), displs.data(), type, comm_), name);
   }
 
   MPI_Comm comm_;
@@ -370,7 +358,9 @@ void finalize() {
   if (!s.backend) return;
   ir::set_collectives(nullptr);
   MPI_Comm comm = s.backend->comm();
+  const bool abandoned = s.backend->abandoned();
   s.backend.reset();
+  if (abandoned) return;  // a call that will not return holds MPI: freeing or finalising would hang
   MPI_Comm_free(&comm);
   if (s.owns_mpi) {
     int finalized = 0;
