@@ -81,8 +81,11 @@ struct Signature {
     std::vector<int64_t> dims(values.begin() + 6, values.begin() + 6 + std::min<int64_t>(values[4], kMaxDims));
     return fmt::format("{}[{}]", dtype_name(static_cast<DType>(values[3])), fmt::join(dims, ", "));
   }
+  /// The op with its attrs, as the text form writes it: broadcast[1].
   std::string op_text() const {
-    return std::string(ir::op_name(static_cast<ir::OpKind>(values[0])));
+    const auto op = static_cast<ir::OpKind>(values[0]);
+    const int attrs = op == ir::OpKind::ReduceScatter ? 2 : 1;
+    return fmt::format("{}[{}]", ir::op_name(op), fmt::join(values.begin() + 1, values.begin() + 1 + attrs, ","));
   }
   friend bool operator==(const Signature&, const Signature&) = default;
 };
@@ -245,8 +248,6 @@ class MpiCollectives final : public ir::Collectives {
   /// rank's operand, before any data moves.
   void agree(const ir::CollectiveCall& call, std::string_view name) {
     if (size_ == 1) return;
-    const ir::Node& node = *call.node;
-    (void)node;
     const Signature mine = Signature::of(call, operand_shape(call));
     std::vector<Signature> all(static_cast<size_t>(size_));
     const int n = static_cast<int>(mine.values.size());

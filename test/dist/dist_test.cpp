@@ -112,7 +112,7 @@ TEST(DistTest, MismatchedShapesFailOnEveryRankAndTheJobGoesOn) {
   expect_error([] { dist::all_reduce(zeros({me() == 0 ? 4 : 5})).to_vector<float>(); },
                fmt::format("all_reduce: the ranks' tensors differ ({})", ranks));
   std::string ops;
-  for (int r = 0; r < world(); ++r) ops += fmt::format("{}rank {}: {} of float32[3]", r ? ", " : "", r, r == 0 ? "all_reduce" : "broadcast");
+  for (int r = 0; r < world(); ++r) ops += fmt::format("{}rank {}: {} of float32[3]", r ? ", " : "", r, r == 0 ? "all_reduce[0]" : "broadcast[0]");
   expect_error(
       [] {
         const Tensor x = zeros({3});
