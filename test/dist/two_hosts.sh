@@ -21,22 +21,19 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-if ! ip netns add "$ns1" 2> "$tmp/err"; then
-  echo "skipped: cannot make a network namespace: $(cat "$tmp/err")"
+# The two hosts; a step that the machine refuses (no CAP_NET_ADMIN, no veth) skips the test.
+make_hosts() {
+  ip netns add "$ns1" && ip netns add "$ns2" &&
+    ip link add "${tag}x" type veth peer name "${tag}y" &&
+    ip link set "${tag}x" netns "$ns1" && ip link set "${tag}y" netns "$ns2" &&
+    ip -n "$ns1" addr add 10.213.0.1/24 dev "${tag}x" && ip -n "$ns2" addr add 10.213.0.2/24 dev "${tag}y" &&
+    ip -n "$ns1" link set lo up && ip -n "$ns2" link set lo up &&
+    ip -n "$ns1" link set "${tag}x" up && ip -n "$ns2" link set "${tag}y" up
+}
+if ! make_hosts 2> "$tmp/err"; then
+  echo "skipped: cannot make two hosts of network namespaces: $(cat "$tmp/err")"
   exit 77
 fi
-set -e
-ip netns add "$ns2"
-ip link add "${tag}x" type veth peer name "${tag}y"
-ip link set "${tag}x" netns "$ns1"
-ip link set "${tag}y" netns "$ns2"
-ip -n "$ns1" addr add 10.213.0.1/24 dev "${tag}x"
-ip -n "$ns2" addr add 10.213.0.2/24 dev "${tag}y"
-for ns in "$ns1" "$ns2"; do
-  ip -n "$ns" link set lo up
-done
-ip -n "$ns1" link set "${tag}x" up
-ip -n "$ns2" link set "${tag}y" up
 
 # Open MPI's rsh launcher calls "AGENT HOST COMMAND...", as it would ssh.
 cat > "$tmp/agent" << AGENT
@@ -46,7 +43,6 @@ exec ip netns exec $ns2 /bin/sh -c "\$*"
 AGENT
 chmod +x "$tmp/agent"
 printf '10.213.0.1 slots=1\n10.213.0.2 slots=1\n' > "$tmp/hosts"
-set +e
 ip netns exec "$ns1" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
   timeout 240 "$mpiexec" -np 2 --hostfile "$tmp/hosts" --map-by node --bind-to none \
   --mca plm_rsh_agent "$tmp/agent" --mca plm_rsh_no_tree_spawn 1 \
