@@ -168,7 +168,6 @@ Tensor scatter_src_backward(const Tensor& g, const Tensor& index, const Tensor& 
   return pad_to(gather(g, dim, index), src.shape());
 }
 
-/// Sums along `dim` from the end: element i is the sum of elements i.. (cumsum's cotangent).
 // Collectives: the cotangents of every rank meet again, through the adjoint collective.
 Tensor all_reduce_backward(const Tensor& g, const Tensor& a, const Tensor& y, const ir::Node& node) {
   const Tensor summed = dist::all_reduce(g, dist::ReduceOp::Sum);
@@ -177,8 +176,9 @@ Tensor all_reduce_backward(const Tensor& g, const Tensor& a, const Tensor& y, co
 }
 
 Tensor broadcast_backward(const Tensor& g, const ir::Node& node) {
-  const Tensor summed = dist::all_reduce(g, dist::ReduceOp::Sum);  // on every rank: each runs the same collectives
-  return dist::rank() == node.attrs()[0] ? summed : zeros(summed.shape(), summed.dtype());
+  // Every rank's gradient depends on the all_reduce, so every rank runs it.
+  const Tensor summed = dist::all_reduce(g, dist::ReduceOp::Sum);
+  return where(full({}, dist::rank() == node.attrs()[0], DType::Bool), summed, zeros(summed.shape(), summed.dtype()));
 }
 
 Tensor collective_reduce_scatter(const Tensor& g, int64_t dim) { return dist::reduce_scatter(g, dim, dist::ReduceOp::Sum); }
@@ -190,6 +190,7 @@ Tensor reduce_scatter_backward(const Tensor& g, const ir::Node& node) {
   return dist::all_gather(g, 0);
 }
 
+/// Sums along `dim` from the end: element i is the sum of elements i.. (cumsum's cotangent).
 Tensor reverse_cumsum(const Tensor& g, int64_t dim) { return flip(cumsum(flip(g, {dim}), dim), {dim}); }
 
 /// cumprod's cotangent, exact where a has zeros (as PyTorch): element k gets the sum over

@@ -90,24 +90,21 @@ struct Signature {
   friend bool operator==(const Signature&, const Signature&) = default;
 };
 
-/// Runs jobs one after another, in the order they were posted, on a thread of its own.
+/// Runs jobs one after another, in the order they were posted, on a thread of its own. Once
+/// abandoned (a job is stuck in MPI for good), the jobs after it are dropped unrun: their
+/// futures report a broken promise.
 class CommThread {
  public:
   CommThread() : thread_([this] { loop(); }) {}
-  ~CommThread() {
+  ~CommThread() {  // never reached once abandoned: the backend that owns it is leaked then
     {
       std::lock_guard lock(mutex_);
       stop_ = true;
     }
     ready_.notify_one();
-    if (abandoned_) {
-      thread_.detach();  // stuck in MPI for good: the process is about to end
-    } else {
-      thread_.join();
-    }
+    thread_.join();
   }
 
-  /// Marks the thread as stuck in a call that will not return.
   void abandon() { abandoned_ = true; }
   bool abandoned() const { return abandoned_; }
 
@@ -134,7 +131,7 @@ class CommThread {
         job = std::move(jobs_.front());
         jobs_.pop_front();
       }
-      job();
+      if (!abandoned_) job();
     }
   }
 
@@ -146,33 +143,24 @@ class CommThread {
   std::thread thread_;  // last: it starts once the rest is built
 };
 
-/// Waits for `done` until `timeout_seconds` have passed; then abandons `thread` (its call
-/// will not return: another rank is gone) and fails naming `name`.
-double wait_for(std::future<double>& done, double timeout_seconds, CommThread& thread, std::string_view name) {
-  if (done.wait_for(std::chrono::duration<double>(timeout_seconds)) == std::future_status::timeout) {
-    thread.abandon();
-    throw Error(fmt::format("{}: the other ranks did not answer within {} s (LAZYJIT_DIST_TIMEOUT): a rank may have "
-                            "exited; this job cannot go on",
-                            name, timeout_seconds));
-  }
-  return done.get();
-}
+class MpiCollectives;
 
 /// A collective posted to the communication thread.
 class MpiRequest final : public ir::CollectiveRequest {
  public:
-  MpiRequest(std::future<double> done, double timeout, CommThread& thread, std::string_view name)
-      : done_(std::move(done)), timeout_(timeout), thread_(thread), name_(name) {}
-  double wait() override { return wait_for(done_, timeout_, thread_, name_); }
+  MpiRequest(std::future<double> done, std::shared_ptr<MpiCollectives> backend, std::string_view name)
+      : done_(std::move(done)), backend_(std::move(backend)), name_(name) {}
+  double wait() override;
+  bool still_using_buffers() const override { return timed_out_; }
 
  private:
   std::future<double> done_;
-  double timeout_;
-  CommThread& thread_;
-  std::string_view name_;
+  std::shared_ptr<MpiCollectives> backend_;
+  std::string_view name_;  // an op table name: static
+  bool timed_out_ = false;
 };
 
-class MpiCollectives final : public ir::Collectives {
+class MpiCollectives final : public ir::Collectives, public std::enable_shared_from_this<MpiCollectives> {
  public:
   MpiCollectives(MPI_Comm comm, double timeout) : comm_(comm), timeout_(timeout) {
     MPI_Comm_rank(comm_, &rank_);
@@ -186,12 +174,12 @@ class MpiCollectives final : public ir::Collectives {
 
   std::unique_ptr<ir::CollectiveRequest> start(const ir::CollectiveCall& call) override {
     const std::string_view name = ir::op_name(call.node->op());
-    if (comm_thread_.abandoned()) throw Error(fmt::format("{}: an earlier collective timed out; this job cannot go on", name));
+    if (abandoned()) throw Error(fmt::format("{}: an earlier collective timed out; this job cannot go on", name));
     const auto posted = std::chrono::steady_clock::now();
     return std::make_unique<MpiRequest>(comm_thread_.post([this, call, posted] {
       carry_out(call);
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - posted).count();
-    }), timeout_, comm_thread_, name);
+    }), shared_from_this(), name);
   }
 
   void barrier() {
@@ -199,11 +187,30 @@ class MpiCollectives final : public ir::Collectives {
       check_mpi(MPI_Barrier(comm_), "barrier");
       return 0.0;
     });
-    wait_for(done, timeout_, comm_thread_, "barrier");
+    if (!wait_for(done)) throw timed_out("barrier");
+    done.get();
+  }
+
+  /// Waits for `done` until the deadline. False when it passed: the communication thread is
+  /// then abandoned (its call will not return: another rank is gone), and so is this backend,
+  /// which that thread still uses: it is leaked, never destroyed.
+  bool wait_for(std::future<double>& done) {
+    if (abandoned()) return done.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+    if (done.wait_for(std::chrono::duration<double>(timeout_)) == std::future_status::ready) return true;
+    if (!comm_thread_.abandoned()) {
+      comm_thread_.abandon();
+      new std::shared_ptr<MpiCollectives>(shared_from_this());  // leaked on purpose
+    }
+    return false;
+  }
+
+  Error timed_out(std::string_view name) const {
+    return Error(fmt::format("{}: the other ranks did not answer within {} s (LAZYJIT_DIST_TIMEOUT): a rank may have "
+                             "exited; this job cannot go on",
+                             name, timeout_));
   }
 
   bool abandoned() const { return comm_thread_.abandoned(); }
-
   double timeout() const { return timeout_; }
   MPI_Comm comm() const { return comm_; }
 
@@ -212,6 +219,7 @@ class MpiCollectives final : public ir::Collectives {
   void carry_out(const ir::CollectiveCall& call) {
     const ir::Node& node = *call.node;
     const std::string_view name = ir::op_name(node.op());
+    check_world(call, name);
     agree(call, name);
     if (size_ == 1) {
       if (call.in != call.out) std::memcpy(call.out, call.in, static_cast<size_t>(call.out_count * dtype_size(node.dtype())));
@@ -236,6 +244,24 @@ class MpiCollectives final : public ir::Collectives {
         break;
       }
       default: throw Error(fmt::format("{} is not a collective", name));
+    }
+  }
+
+  /// A graph traced in a world of another size (all_gather and reduce_scatter hold it) would
+  /// move the wrong number of elements: the same Error on every rank, before any data moves.
+  void check_world(const ir::CollectiveCall& call, std::string_view name) const {
+    const ir::Node& node = *call.node;
+    int64_t world = size_;
+    bool counts = call.in_count == call.out_count;
+    if (node.op() == ir::OpKind::AllGather) {
+      world = node.attrs()[0];
+      counts = call.out_count == call.in_count * size_;
+    } else if (node.op() == ir::OpKind::ReduceScatter) {
+      world = node.attrs()[1];
+      counts = call.in_count == call.out_count * size_;
+    }
+    if (world != size_ || !counts) {
+      throw Error(fmt::format("{}: traced in a world of {} processes, run in a world of {}", name, world, size_));
     }
   }
 
@@ -277,7 +303,7 @@ class MpiCollectives final : public ir::Collectives {
   /// A sum every rank holds bit for bit: each rank combines one slice of the elements over all
   /// ranks (reduce-scatter), and every rank gathers the combined slices (the same bytes).
   void all_reduce(const ir::CollectiveCall& call, MPI_Datatype type, std::string_view name) {
-    const int64_t n = call.out_count;
+    const int64_t n = count(call.out_count, name);  // every displacement below fits an int
     std::vector<int> counts(static_cast<size_t>(size_)), displs(static_cast<size_t>(size_));
     for (int r = 0, at = 0; r < size_; ++r) {
       counts[r] = count(n / size_ + (r < n % size_ ? 1 : 0), name);
@@ -296,6 +322,14 @@ class MpiCollectives final : public ir::Collectives {
   std::vector<uint8_t> scratch_;  // the communication thread's
   CommThread comm_thread_;        // last: joined first, before the rest goes
 };
+
+double MpiRequest::wait() {
+  if (!backend_->wait_for(done_)) {
+    timed_out_ = true;  // the stuck call may still write the buffers: their owner must keep them
+    throw backend_->timed_out(name_);
+  }
+  return done_.get();
+}
 
 struct State {
   std::mutex mutex;
@@ -341,10 +375,19 @@ void init() {
     int provided = 0;
     check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "dist::init");
     s.owns_mpi = true;
-    if (provided < MPI_THREAD_SERIALIZED) {
-      throw Error(fmt::format("dist::init: the MPI library offers thread level {}; lazyjit needs MPI_THREAD_SERIALIZED ({})",
-                              provided, MPI_THREAD_SERIALIZED));
+  }
+  // The communication thread makes the calls: MPI must allow threads other than the one that
+  // initialised it (a program's own MPI_Init gives MPI_THREAD_SINGLE).
+  int level = 0;
+  MPI_Query_thread(&level);
+  if (level < MPI_THREAD_SERIALIZED) {
+    if (s.owns_mpi) {
+      MPI_Finalize();
+      s.owns_mpi = false;
     }
+    throw Error(fmt::format("dist::init: MPI runs at thread level {}; lazyjit needs MPI_THREAD_SERIALIZED ({}) or more "
+                            "(initialise MPI with MPI_Init_thread, or let dist::init do it)",
+                            level, MPI_THREAD_SERIALIZED));
   }
   MPI_Comm comm;
   check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &comm), "dist::init");

@@ -2,11 +2,11 @@
 #include "ir/builder.h"
 
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <limits>
 
 #include "absl/status/status.h"
-#include "fmt/format.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
 #include "ir/types.h"
@@ -30,6 +30,13 @@ NodePtr make_constant(ScalarValue value, DType dtype, Shape shape) {
   auto node = std::make_shared<Node>(OpKind::Constant, dtype, std::move(shape), Node::Operands{});
   node->scalar_ = value;
   return node;
+}
+
+NodePtr stamp_collective(const NodePtr& node) {
+  static std::atomic<int64_t> next{0};
+  auto copy = std::make_shared<Node>(*node);
+  copy->scalar_ = ScalarValue::of_int(next.fetch_add(1, std::memory_order_relaxed));
+  return copy;
 }
 
 NodePtr make_stop_gradient(const NodePtr& node) {

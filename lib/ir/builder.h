@@ -32,6 +32,10 @@ NodePtr make_cast(NodePtr node, DType dtype);
 
 /// A copy of `node` (same op, operands and value) that autograd treats as a constant.
 NodePtr make_stop_gradient(const NodePtr& node);
+/// `node`, a collective just made, stamped with its place in this process's trace order
+/// (scalar(), not in the key): a run starts its graph's collectives in that order, which every
+/// rank shares, whatever order the graph's roots put them in.
+NodePtr stamp_collective(const NodePtr& node);
 
 /// An elementwise op over `operands`: checks arity and dtypes, promotes the operands to a
 /// common dtype with explicit casts (as the op's Admits column asks), and broadcasts shapes.

@@ -35,6 +35,9 @@ class CollectiveRequest {
   /// Blocks until the result is in the call's `out`; returns how long the collective was
   /// under way, in seconds. Throws what Collectives::run would.
   virtual double wait() = 0;
+  /// After wait() threw: whether the collective may still read or write the call's buffers
+  /// (it never finished: another rank is gone). Their owner must then never free them.
+  virtual bool still_using_buffers() const { return false; }
 };
 
 class Collectives {

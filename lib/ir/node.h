@@ -59,7 +59,8 @@ class Node : public std::enable_shared_from_this<Node> {
 
   /// Parameter leaves: the buffer they read.
   const BackendDataPtr& data() const { return data_; }
-  /// Scalar and Constant leaves: the value. Rand and Randn: the seed (an int64).
+  /// Scalar and Constant leaves: the value. Rand and Randn: the seed (an int64). Collectives:
+  /// their place in this process's trace order (stamp_collective; not in the key).
   ScalarValue scalar() const { return scalar_; }
 
   /// Whether autograd treats this value as a constant: set on the maximum that softmax and
@@ -85,6 +86,7 @@ class Node : public std::enable_shared_from_this<Node> {
   friend NodePtr make_constant(ScalarValue value, DType dtype, Shape shape);
   friend NodePtr make_random(OpKind op, int64_t seed, DType dtype, Shape shape);
   friend NodePtr make_stop_gradient(const NodePtr& node);
+  friend NodePtr stamp_collective(const NodePtr& node);
 
   static constexpr uint32_t kMaxSizeBound = 1u << 16;
 

@@ -2,6 +2,7 @@
 // backend registered in ir/collectives.h when the graph runs. A collective along a dim other
 // than 0 moves that dim to the front (a view), runs along dim 0, and moves it back.
 #include "fmt/format.h"
+#include "ir/builder.h"
 #include "ir/collectives.h"
 #include "ir/structured.h"
 #include "lazyjit/collectives.h"
@@ -25,7 +26,8 @@ ir::ReduceOp reduce_op(ReduceOp op) {
 }
 
 Tensor collective(std::string_view name, ir::OpKind op, const Tensor& t, ir::Node::Attrs attrs) {
-  return traced::pending(traced::check_as(name, ir::make_structured(op, {value_of(t, name)}, std::move(attrs))));
+  return traced::pending(
+      ir::stamp_collective(traced::check_as(name, ir::make_structured(op, {value_of(t, name)}, std::move(attrs)))));
 }
 
 /// The mean of a sum over the ranks; Mean takes floating tensors only (as PyTorch's AVG).

@@ -14,15 +14,26 @@
 
 namespace lazyjit::runtime {
 
+/// `order` (the kernels' run order) with the collective kernels in the order their collectives
+/// were traced (ir::stamp_collective), which every rank shares: the plan's order follows the
+/// graph's roots, and a rank that holds other pending tensors than the others has other roots.
+/// Every kernel still runs after those whose buffers it uses; the kernels from `fixed_from` on
+/// (those that write donated buffers) stay last.
+std::vector<size_t> in_trace_order(const ir::Graph& graph, const lowering::KernelPlan& plan, std::vector<size_t> order,
+                                   size_t fixed_from);
+
 /// A kernel that reads a collective's result waits for it first; so does the first kernel that
 /// writes a donated buffer (nothing may fail after it: a collective's error comes from its
 /// wait), and the end of the run. A collective's buffers stay allocated until it is waited
 /// for; one still under way when the run fails is waited for when this is destroyed.
 class CollectivesUnderWay {
  public:
+  /// `temps` and `outputs` own the run's temporaries and results: a collective that failed
+  /// but may still use its buffers takes them out of their hands, for good (leaked).
   CollectivesUnderWay(const ir::Graph& graph, const lowering::KernelPlan& plan, const std::vector<void*>& buffers,
+                      std::vector<std::unique_ptr<CpuBuffer>>& temps, const std::vector<BackendDataPtr>& outputs,
                       RuntimeCounters& counters)
-      : graph_(graph), plan_(plan), buffers_(buffers), counters_(counters) {}
+      : graph_(graph), plan_(plan), buffers_(buffers), temps_(temps), outputs_(outputs), counters_(counters) {}
   ~CollectivesUnderWay();
   CollectivesUnderWay(const CollectivesUnderWay&) = delete;
   CollectivesUnderWay& operator=(const CollectivesUnderWay&) = delete;
@@ -47,10 +58,16 @@ class CollectivesUnderWay {
   };
   /// Waits for `entry` and copies its result to the kernel's other results.
   void finish(Entry& entry);
+  /// Waits for `entry` after a failure elsewhere, ignoring its own error.
+  void abandon(Entry& entry);
+  /// Keeps every buffer of `entry` allocated for good: its collective may still use them.
+  void leak_buffers(Entry& entry);
 
   const ir::Graph& graph_;
   const lowering::KernelPlan& plan_;
   const std::vector<void*>& buffers_;
+  std::vector<std::unique_ptr<CpuBuffer>>& temps_;
+  const std::vector<BackendDataPtr>& outputs_;
   RuntimeCounters& counters_;
   std::vector<Entry> under_way_;
 };

@@ -227,7 +227,12 @@ void GraphExecutor::execute(const ir::Graph& graph, const Code& code, std::span<
   std::vector<ir::NodePtr> leaves;
   leaves.reserve(num_results);
   for (const BackendDataPtr& output : outputs) leaves.push_back(ir::make_parameter(output));
-  const std::vector<size_t> order = donation_order(plan.kernels, aliases);
+  std::vector<size_t> order = donation_order(plan.kernels, aliases);
+  {
+    absl::flat_hash_set<int> writers;  // of donated buffers: last in `order`
+    for (const lowering::Alias& a : aliases) writers.insert(plan.writer_of[a.result]);
+    order = in_trace_order(graph, plan, std::move(order), order.size() - writers.size());
+  }
 
   // Temporaries live from the first kernel that uses one to its last: each is taken from the
   // caching allocator just before its first user runs and handed back after its last, so a
@@ -259,7 +264,7 @@ void GraphExecutor::execute(const ir::Graph& graph, const Code& code, std::span<
     }
   }
   std::vector<std::unique_ptr<CpuBuffer>> temps(num_temps);
-  CollectivesUnderWay collectives(graph, plan, buffers, counters_);  // destroyed before the temporaries
+  CollectivesUnderWay collectives(graph, plan, buffers, temps, outputs, counters_);  // destroyed before the temporaries
 
   const Clock::time_point start = Clock::now();
   lowering::BoundFrame frame;

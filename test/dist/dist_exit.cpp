@@ -20,7 +20,10 @@ int main(int argc, char** argv) {
       std::this_thread::sleep_for(std::chrono::seconds(120));
       return 0;
     }
-    const float sum = lazyjit::sum(lazyjit::dist::all_reduce(lazyjit::ones({4}))).item<float>();
+    // Four collectives under way at once: the job fails after one timeout, not four.
+    lazyjit::Tensor total = lazyjit::zeros({4});
+    for (int i = 0; i < 4; ++i) total = total + lazyjit::dist::all_reduce(lazyjit::full({4}, i));
+    const float sum = lazyjit::sum(total).item<float>();
     std::printf("rank 0: sum %g\n", sum);
     return 0;
   } catch (const lazyjit::Error& e) {

@@ -136,6 +136,46 @@ TEST(DistTest, GradientsFlowAcrossRanks) {
   EXPECT_EQ(h[0].to_vector<float>(), std::vector<float>(3, static_cast<float>(world() * (world() + 1) / 2)));
 }
 
+TEST(DistTest, CollectivesStartInTraceOrderWhateverTheRootsOfTheGraph) {
+  // Both ranks trace the same two all_reduces; rank 0 also holds a tensor that reads the
+  // first one, which puts that one first in the graph there (the others read the second one
+  // first). They must still pair up.
+  Tensor p0 = full({2}, 10.f), p1 = full({2}, 100.f);
+  sync({p0, p1});
+  const Tensor r1 = dist::all_reduce(full({2}, 1.f + me()));
+  const Tensor r0 = dist::all_reduce(full({2}, 2.f * (1 + me())));
+  p0.copy_(p0 - r0);
+  p1.copy_(p1 - r1);
+  if (me() == 0) {
+    sync({sum(r1 * r1), p0, p1});
+  } else {
+    sync({p0, p1});
+  }
+  const float ranks = static_cast<float>(world() * (world() + 1) / 2);
+  EXPECT_EQ(p0.to_vector<float>(), std::vector<float>(2, 10.f - 2 * ranks));
+  EXPECT_EQ(p1.to_vector<float>(), std::vector<float>(2, 100.f - ranks));
+}
+
+TEST(DistTest, BroadcastsGradientReachesTheRootFromEveryRank) {
+  Tensor x = full({3}, 1.f + me());
+  x.requires_grad_();
+  const int root = world() - 1;
+  // d/dx_r of sum_s broadcast(x)_s * (s + 1): the root gets every rank's weight, the others 0.
+  const std::vector<Tensor> g = grad(sum(dist::broadcast(x, root) * full({3}, me() + 1)), {x});
+  const float want = me() == root ? static_cast<float>(world() * (world() + 1) / 2) : 0.f;
+  EXPECT_EQ(g[0].to_vector<float>(), std::vector<float>(3, want));
+  EXPECT_EQ(dist::all_reduce(full({1}, 5.f)).to_vector<float>(), std::vector<float>(1, 5.f * world()));  // still paired
+}
+
+Tensor traced_before_init;  // main: an all_gather traced in a world of one
+
+TEST(DistTest, AGraphTracedInAnotherWorldFailsOnEveryRank) {
+  expect_error([] { traced_before_init.to_vector<float>(); },
+               fmt::format("all_gather: traced in a world of 1 processes, run in a world of {}", world()));
+  traced_before_init = Tensor();
+  EXPECT_EQ(dist::all_reduce(ones({1})).to_vector<float>(), std::vector<float>(1, static_cast<float>(world())));
+}
+
 TEST(DistTest, DataParallelStartsFromRankZerosWeightsAndAveragesGradients) {
   Tensor p = full({2, 2}, 100 + me());
   nn::DataParallel ddp({p});
@@ -150,6 +190,7 @@ TEST(DistTest, DataParallelStartsFromRankZerosWeightsAndAveragesGradients) {
 
 int main(int argc, char** argv) {
   testing::InitGoogleTest(&argc, argv);
+  lazyjit::traced_before_init = lazyjit::dist::all_gather(lazyjit::ones({2}));
   lazyjit::dist::init();
   if (lazyjit::dist::rank() != 0) {  // one report: the other ranks print failures only
     testing::TestEventListeners& listeners = testing::UnitTest::GetInstance()->listeners();
