@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <array>
+#include <span>
+#include <tuple>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -65,16 +67,22 @@ struct Signature {
   static constexpr int kMaxDims = 8;
   std::array<int64_t, 6 + kMaxDims> values{};
 
-  static Signature of(const ir::CollectiveCall& call, const ir::Shape& operand) {
+  /// A collective node's: its operand is the node's only operand.
+  static Signature of(const ir::Node& node) {
     Signature s;
-    const ir::Node& node = *call.node;
+    const ir::Shape& operand = node.operand(0).shape();
     s.values[0] = static_cast<int64_t>(node.op());
     for (size_t i = 0; i < node.attrs().size() && i < 2; ++i) s.values[1 + i] = node.attrs()[i];
     s.values[3] = static_cast<int64_t>(node.dtype());
     s.values[4] = static_cast<int64_t>(operand.size());
-    s.values[5] = call.in_count;
+    s.values[5] = ir::numel(operand);
     for (size_t d = 0; d < operand.size() && d < kMaxDims; ++d) s.values[6 + d] = operand[d];
     return s;
+  }
+  /// Rank r's collective, or "nothing" where r runs fewer.
+  static std::string text_of(const std::vector<Signature>& list, size_t i, bool with_op) {
+    if (i >= list.size()) return "nothing";
+    return with_op ? list[i].op_text() + " of " + list[i].operand_text() : list[i].operand_text();
   }
   bool same_op(const Signature& o) const { return std::equal(values.begin(), values.begin() + 3, o.values.begin()); }
   std::string operand_text() const {
@@ -172,6 +180,19 @@ class MpiCollectives final : public ir::Collectives, public std::enable_shared_f
 
   void run(const ir::CollectiveCall& call) override { start(call)->wait(); }
 
+  void agree(std::span<const ir::Node* const> collectives) override {
+    std::vector<Signature> mine;
+    for (const ir::Node* node : collectives) mine.push_back(Signature::of(*node));
+    const std::string_view name = collectives.empty() ? "collectives" : ir::op_name(collectives.front()->op());
+    if (abandoned()) throw Error(fmt::format("{}: an earlier collective timed out; this job cannot go on", name));
+    std::future<double> done = comm_thread_.post([this, &mine] {
+      compare(mine);
+      return 0.0;
+    });
+    if (!wait_for(done)) throw timed_out(name);
+    done.get();
+  }
+
   std::unique_ptr<ir::CollectiveRequest> start(const ir::CollectiveCall& call) override {
     const std::string_view name = ir::op_name(call.node->op());
     if (abandoned()) throw Error(fmt::format("{}: an earlier collective timed out; this job cannot go on", name));
@@ -219,8 +240,7 @@ class MpiCollectives final : public ir::Collectives, public std::enable_shared_f
   void carry_out(const ir::CollectiveCall& call) {
     const ir::Node& node = *call.node;
     const std::string_view name = ir::op_name(node.op());
-    check_world(call, name);
-    agree(call, name);
+    check_world(call, name);  // the ranks compared their collectives when the run began
     if (size_ == 1) {
       if (call.in != call.out) std::memcpy(call.out, call.in, static_cast<size_t>(call.out_count * dtype_size(node.dtype())));
       return;
@@ -270,34 +290,47 @@ class MpiCollectives final : public ir::Collectives, public std::enable_shared_f
     return static_cast<int>(n);
   }
 
-  /// Every rank's signature, compared: a mismatch is an Error on every rank, naming each
-  /// rank's operand, before any data moves.
-  void agree(const ir::CollectiveCall& call, std::string_view name) {
+  /// On the communication thread: every rank's list of signatures, compared through one
+  /// all-gather of (count, digest); only when they differ are the lists gathered, to name the
+  /// first collective that differs and each rank's operand there. The same Error on every
+  /// rank, before any data moves.
+  void compare(const std::vector<Signature>& mine) {
     if (size_ == 1) return;
-    const Signature mine = Signature::of(call, operand_shape(call));
-    std::vector<Signature> all(static_cast<size_t>(size_));
-    const int n = static_cast<int>(mine.values.size());
-    check_mpi(MPI_Allgather(mine.values.data(), n, MPI_INT64_T, all.data(), n, MPI_INT64_T, comm_), name);
-    if (std::all_of(all.begin(), all.end(), [&](const Signature& s) { return s == all[0]; })) return;
-    std::string ranks;
-    const bool same_op = std::all_of(all.begin(), all.end(), [&](const Signature& s) { return s.same_op(all[0]); });
-    for (int r = 0; r < size_; ++r) {
-      const Signature& s = all[static_cast<size_t>(r)];
-      ranks += fmt::format("{}rank {}: {}", r == 0 ? "" : ", ", r, same_op ? s.operand_text() : s.op_text() + " of " + s.operand_text());
+    std::array<int64_t, 2> summary = {static_cast<int64_t>(mine.size()), 0};
+    for (const Signature& signature : mine) {
+      for (int64_t v : signature.values) summary[1] = summary[1] * 1000003 + v;  // wraps: a digest
     }
+    std::vector<std::array<int64_t, 2>> summaries(static_cast<size_t>(size_));
+    check_mpi(MPI_Allgather(summary.data(), 2, MPI_INT64_T, summaries.data(), 2, MPI_INT64_T, comm_), "collectives");
+    if (std::all_of(summaries.begin(), summaries.end(), [&](const auto& s) { return s == summaries[0]; })) return;
+    // They differ: gather the lists themselves.
+    constexpr int width = static_cast<int>(std::tuple_size_v<decltype(Signature::values)>);
+    std::vector<int> counts(static_cast<size_t>(size_)), displs(static_cast<size_t>(size_));
+    for (int r = 0, at = 0; r < size_; ++r) {
+      counts[r] = static_cast<int>(summaries[r][0]) * width;
+      displs[r] = at;
+      at += counts[r];
+    }
+    std::vector<Signature> flat(static_cast<size_t>((displs.back() + counts.back()) / width));
+    check_mpi(MPI_Allgatherv(mine.data(), counts[rank_], MPI_INT64_T, flat.data(), counts.data(), displs.data(), MPI_INT64_T,
+                             comm_),
+              "collectives");
+    std::vector<std::vector<Signature>> lists(static_cast<size_t>(size_));
+    for (int r = 0; r < size_; ++r) {
+      lists[r].assign(flat.begin() + displs[r] / width, flat.begin() + (displs[r] + counts[r]) / width);
+    }
+    size_t i = 0;  // the first collective the ranks disagree on
+    while (std::all_of(lists.begin(), lists.end(), [&](const auto& l) { return i < l.size() && l[i] == lists[0][i]; })) ++i;
+    const bool same_op = std::all_of(lists.begin(), lists.end(), [&](const auto& l) { return i < l.size() && l[i].same_op(lists[0][i]); });
+    std::string ranks;
+    for (int r = 0; r < size_; ++r) {
+      ranks += fmt::format("{}rank {}: {}", r == 0 ? "" : ", ", r, Signature::text_of(lists[r], i, !same_op));
+    }
+    const std::string name = i < mine.size() ? std::string(ir::op_name(static_cast<ir::OpKind>(mine[i].values[0]))) : "collectives";
     throw Error(same_op ? fmt::format("{}: the ranks' tensors differ ({})", name, ranks)
                         : fmt::format("{}: the ranks run different collectives ({}): every rank must run the same "
                                       "collectives in the same order",
                                       name, ranks));
-  }
-
-  /// The operand's shape: the collective's own, with dim 0 scaled back for the ops that
-  /// change it (the node holds its result's shape).
-  ir::Shape operand_shape(const ir::CollectiveCall& call) const {
-    ir::Shape shape = call.node->shape();
-    if (call.node->op() == ir::OpKind::AllGather) shape[0] /= call.node->attrs()[0];
-    if (call.node->op() == ir::OpKind::ReduceScatter) shape[0] *= call.node->attrs()[1];
-    return shape;
   }
 
   /// A sum every rank holds bit for bit: each rank combines one slice of the elements over all

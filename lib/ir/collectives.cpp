@@ -43,6 +43,10 @@ std::unique_ptr<CollectiveRequest> Collectives::start(const CollectiveCall& call
   return run_to_end([&] { run(call); });
 }
 
+void agree_collectives(std::span<const Node* const> nodes) {
+  if (const std::shared_ptr<Collectives> backend = collectives()) backend->agree(nodes);
+}
+
 std::unique_ptr<CollectiveRequest> start_collective(const CollectiveCall& call) {
   if (const std::shared_ptr<Collectives> backend = collectives()) return backend->start(call);
   return run_to_end([&] { run_collective(call); });

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "ir/node.h"
@@ -50,6 +51,11 @@ class Collectives {
   /// another's gets (on every rank) a lazyjit::Error naming the collective and both shapes,
   /// before any data moves.
   virtual void run(const CollectiveCall& call) = 0;
+  /// Before a run that will carry out `collectives` (in this order): checks that every rank
+  /// is about to run the same ones, with operands of the same dtype and shape. A mismatch is
+  /// the same Error on every rank, naming the first collective that differs and each rank's
+  /// operand there, before any kernel of the run. By default nothing: a world of one.
+  virtual void agree(std::span<const Node* const> collectives) {}
   /// Starts `call` and returns while it is under way, so that kernels can run meanwhile.
   /// Every rank starts the same collectives in the same order. By default: run() to the end.
   virtual std::unique_ptr<CollectiveRequest> start(const CollectiveCall& call);
@@ -64,6 +70,8 @@ int collective_rank();
 int collective_world_size();
 /// Carries out `call` with the registered backend, or as a world of one.
 void run_collective(const CollectiveCall& call);
+/// agree() with the registered backend; nothing in a world of one.
+void agree_collectives(std::span<const Node* const> nodes);
 /// Starts `call` with the registered backend (or runs it as a world of one).
 std::unique_ptr<CollectiveRequest> start_collective(const CollectiveCall& call);
 

@@ -101,6 +101,15 @@ void CollectivesUnderWay::leak_buffers(Entry& entry) {
   }
 }
 
+void CollectivesUnderWay::agree(const std::vector<size_t>& order) {
+  std::vector<const ir::Node*> nodes;
+  for (size_t k : order) {
+    const lowering::KernelSpec& kernel = plan_.kernels[k];
+    if (kernel.kind == lowering::KernelKind::Collective) nodes.push_back(graph_.nodes[kernel.stages[0]]);
+  }
+  if (!nodes.empty()) ir::agree_collectives(nodes);
+}
+
 void CollectivesUnderWay::start(const lowering::KernelSpec& kernel, std::vector<std::unique_ptr<CpuBuffer>> keep) {
   const int node = kernel.stages[0];
   const ir::Node& collective = *graph_.nodes[node];

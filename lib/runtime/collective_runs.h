@@ -22,9 +22,11 @@ namespace lazyjit::runtime {
 std::vector<size_t> in_trace_order(const ir::Graph& graph, const lowering::KernelPlan& plan, std::vector<size_t> order,
                                    size_t fixed_from);
 
-/// A kernel that reads a collective's result waits for it first; so does the first kernel that
-/// writes a donated buffer (nothing may fail after it: a collective's error comes from its
-/// wait), and the end of the run. A collective's buffers stay allocated until it is waited
+/// A kernel that reads a collective's result waits for it first, and the run waits for every
+/// one at its end. The ranks compare their collectives before the first kernel (agree), so
+/// the optimizer's updates, which write donated buffers and after which nothing may fail, can
+/// run while later buckets are still under way: what can fail after that is a timeout, after
+/// which the job cannot go on anyway. A collective's buffers stay allocated until it is waited
 /// for; one still under way when the run fails is waited for when this is destroyed.
 class CollectivesUnderWay {
  public:
@@ -38,6 +40,9 @@ class CollectivesUnderWay {
   CollectivesUnderWay(const CollectivesUnderWay&) = delete;
   CollectivesUnderWay& operator=(const CollectivesUnderWay&) = delete;
 
+  /// Before the run's first kernel: the ranks compare the collectives that `order` (the run's
+  /// kernel order) will carry out (ir::Collectives::agree); a mismatch fails here.
+  void agree(const std::vector<size_t>& order);
   /// Starts the collective of `kernel` (which has just run); `keep` are temporaries it uses
   /// that the run would release now.
   void start(const lowering::KernelSpec& kernel, std::vector<std::unique_ptr<CpuBuffer>> keep);

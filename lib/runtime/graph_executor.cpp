@@ -242,7 +242,6 @@ void GraphExecutor::execute(const ir::Graph& graph, const Code& code, std::span<
   // then, all at once: nothing can fail after it.
   const int first_temp = lowering::temp_buffer_index(num_parameters, num_results, 0);
   std::vector<std::vector<int>> born(order.size()), dead(order.size());
-  size_t donor = order.size();  // the first kernel that writes a donated buffer
   {
     std::vector<int> first(num_temps, -1), last(num_temps, -1);
     for (size_t pos = 0; pos < order.size(); ++pos) {
@@ -254,6 +253,7 @@ void GraphExecutor::execute(const ir::Graph& graph, const Code& code, std::span<
     }
     std::vector<size_t> position(order.size());  // per kernel: where it runs
     for (size_t pos = 0; pos < order.size(); ++pos) position[order[pos]] = pos;
+    size_t donor = order.size();  // the first kernel that writes a donated buffer
     for (const lowering::Alias& a : aliases) {
       if (const int writer = plan.writer_of[a.result]; writer >= 0) donor = std::min(donor, position[writer]);
     }
@@ -266,6 +266,7 @@ void GraphExecutor::execute(const ir::Graph& graph, const Code& code, std::span<
   std::vector<std::unique_ptr<CpuBuffer>> temps(num_temps);
   CollectivesUnderWay collectives(graph, plan, buffers, temps, outputs, counters_);  // destroyed before the temporaries
 
+  collectives.agree(order);
   const Clock::time_point start = Clock::now();
   lowering::BoundFrame frame;
   int64_t offending = 0;  // a failed check's value (threads that fail at once store it atomically)
@@ -277,7 +278,6 @@ void GraphExecutor::execute(const ir::Graph& graph, const Code& code, std::span<
       buffers[first_temp + t] = temps[t]->data();
     }
     const lowering::KernelSpec& kernel = plan.kernels[k];
-    if (pos == donor) collectives.wait_all();
     collectives.wait_for(kernel);
     lowering::bind_frame(kernel.frame, buffers.data(), shapes.data(), scalars.data(), &offending, frame);
     const int64_t count = sizes[kernel.count], work = sizes[kernel.work];
