@@ -185,7 +185,8 @@ class MpiCollectives final : public ir::Collectives, public std::enable_shared_f
     for (const ir::Node* node : collectives) mine.push_back(Signature::of(*node));
     const std::string_view name = collectives.empty() ? "collectives" : ir::op_name(collectives.front()->op());
     if (abandoned()) throw Error(fmt::format("{}: an earlier collective timed out; this job cannot go on", name));
-    std::future<double> done = comm_thread_.post([this, &mine] {
+    // The list goes with the job: a job stuck past its deadline outlives this call.
+    std::future<double> done = comm_thread_.post([this, mine = std::move(mine)] {
       compare(mine);
       return 0.0;
     });
@@ -296,12 +297,12 @@ class MpiCollectives final : public ir::Collectives, public std::enable_shared_f
   /// rank, before any data moves.
   void compare(const std::vector<Signature>& mine) {
     if (size_ == 1) return;
-    std::array<int64_t, 2> summary = {static_cast<int64_t>(mine.size()), 0};
+    std::array<uint64_t, 2> summary = {mine.size(), 0};
     for (const Signature& signature : mine) {
-      for (int64_t v : signature.values) summary[1] = summary[1] * 1000003 + v;  // wraps: a digest
+      for (int64_t v : signature.values) summary[1] = summary[1] * 1000003 + static_cast<uint64_t>(v);  // wraps: a digest
     }
-    std::vector<std::array<int64_t, 2>> summaries(static_cast<size_t>(size_));
-    check_mpi(MPI_Allgather(summary.data(), 2, MPI_INT64_T, summaries.data(), 2, MPI_INT64_T, comm_), "collectives");
+    std::vector<std::array<uint64_t, 2>> summaries(static_cast<size_t>(size_));
+    check_mpi(MPI_Allgather(summary.data(), 2, MPI_UINT64_T, summaries.data(), 2, MPI_UINT64_T, comm_), "collectives");
     if (std::all_of(summaries.begin(), summaries.end(), [&](const auto& s) { return s == summaries[0]; })) return;
     // They differ: gather the lists themselves.
     constexpr int width = static_cast<int>(std::tuple_size_v<decltype(Signature::values)>);
