@@ -62,7 +62,8 @@ MPI_Op mpi_op(int64_t op) {
 }
 
 /// What every rank must agree on before a collective moves data: the op, its attrs, the
-/// operand's dtype and shape. Fixed size, so one small all-gather compares them all.
+/// operand's dtype and shape (its first kMaxDims dims, and its element count). A run's list
+/// of them is compared as one digest, and gathered whole only when the digests differ.
 struct Signature {
   static constexpr int kMaxDims = 8;
   std::array<int64_t, 6 + kMaxDims> values{};
