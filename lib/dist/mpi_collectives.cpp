@@ -19,7 +19,6 @@
 #include <deque>
 #include <future>
 #include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -244,14 +243,14 @@ class MpiCollectives final : public ir::Collectives, public std::enable_shared_f
     const std::string_view name = ir::op_name(node.op());
     check_world(call, name);  // the ranks compared their collectives when the run began
     if (size_ == 1) {
-      if (call.in != call.out) std::memcpy(call.out, call.in, static_cast<size_t>(call.out_count * dtype_size(node.dtype())));
+      ir::copy_operand(call);
       return;
     }
     const MPI_Datatype type = mpi_type(node.dtype());
     switch (node.op()) {
       case ir::OpKind::AllReduce: all_reduce(call, type, name); break;
       case ir::OpKind::Broadcast: {
-        if (call.in != call.out) std::memcpy(call.out, call.in, static_cast<size_t>(call.out_count * dtype_size(node.dtype())));
+        ir::copy_operand(call);
         check_mpi(MPI_Bcast(call.out, count(call.out_count, name), type, static_cast<int>(node.attrs()[0]), comm_), name);
         break;
       }

@@ -80,7 +80,11 @@ void run_collective(const CollectiveCall& call) {
                             "lazyjit::dist::init)",
                             op_name(call.node->op())));
   }
-  if (call.in != call.out) std::memcpy(call.out, call.in, static_cast<size_t>(call.out_count) * dtype_size(call.node->dtype()));
+  copy_operand(call);
+}
+
+void copy_operand(const CollectiveCall& call) {
+  if (call.in != call.out) std::memcpy(call.out, call.in, static_cast<size_t>(call.out_count * dtype_size(call.node->dtype())));
 }
 
 std::string reduce_op_name(int64_t op) {

@@ -68,6 +68,9 @@ void set_collectives(std::shared_ptr<Collectives> backend);
 std::shared_ptr<Collectives> collectives();
 int collective_rank();
 int collective_world_size();
+/// Copies the call's operand to its result (`out_count` elements), unless they are one buffer:
+/// a world of one's collective, and broadcast's first step on every rank.
+void copy_operand(const CollectiveCall& call);
 /// Carries out `call` with the registered backend, or as a world of one.
 void run_collective(const CollectiveCall& call);
 /// agree() with the registered backend; nothing in a world of one.

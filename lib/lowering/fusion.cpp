@@ -236,6 +236,7 @@ class Planner {
         }
       }
       describe_reads(spec);
+      if (spec.kind == KernelKind::Collective) ++plan.collectives;
       plan.kernels.push_back(std::move(spec));
     }
     return plan;
@@ -281,6 +282,14 @@ class Planner {
 
 KernelPlan plan_kernels(const ir::Graph& graph) {
   return Planner(graph).plan();
+}
+
+CollectiveBuffers collective_buffers(const KernelPlan& plan, const KernelSpec& kernel, int num_parameters, int num_results) {
+  const int out = plan.buffer_of[kernel.stages[0]];
+  for (int t : kernel.temps) {
+    if (plan.temps[t].kind == TempBuffer::Kind::Staging) return {temp_buffer_index(num_parameters, num_results, t), out};
+  }
+  return {out, out};
 }
 
 int stored_value(const ir::Graph& graph, int node) {

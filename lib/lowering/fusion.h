@@ -26,6 +26,13 @@ KernelPlan plan_kernels(const ir::Graph& graph);
 /// staged there), rather than from a staging temporary of the operand's size.
 inline bool collective_in_place(ir::OpKind op) { return op == ir::OpKind::AllReduce || op == ir::OpKind::Broadcast; }
 
+/// The graph buffers a collective kernel's collective reads (its staged operand) and writes
+/// (the collective's value): one buffer when it runs in place.
+struct CollectiveBuffers {
+  int in, out;
+};
+CollectiveBuffers collective_buffers(const KernelPlan& plan, const KernelSpec& kernel, int num_parameters, int num_results);
+
 /// The node whose value `node` stores: itself, or for a reshape (a chain of them) the node
 /// below, whose elements it holds in the same order. A result that reshapes a reduction or
 /// a product is written by that node's kernel directly.

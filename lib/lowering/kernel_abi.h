@@ -170,6 +170,8 @@ struct KernelPlan {
   std::vector<KernelSpec> kernels;
   std::vector<TempBuffer> temps;
   std::vector<int> buffer_of;  ///< per node: the buffer later kernels read its value from, or -1
+  int collectives = 0;         ///< how many kernels are Collective: a run of a plan without any
+                               ///< skips the ordering and agreeing of collectives
   std::vector<bool> cuts;      ///< per node: an elementwise or view node stored by a kernel of its
                                ///< own, so that no kernel computes a chain deeper than kMaxFusedDepth
   SizeProgram sizes;           ///< launch geometry and temporary sizes over the shape table

@@ -65,6 +65,18 @@ void KernelContext::for_runs(Id inner, const std::function<void(Id, Id, Id, Id)>
   });
 }
 
+void KernelContext::for_elements(int node, const std::function<void(const GraphValues::Index&)>& body) {
+  const int rank = graph.nodes[node]->rank();
+  for_runs(rank == 0 ? i64(1) : v.dim(node, rank - 1), [&](Id run, Id base, Id j0, Id j1) {
+    std::vector<Id> dims(rank, i64(0));
+    if (rank > 1) v.unravel_into(node, run, 0, rank - 1, dims);
+    k.loop(j0, j1, [&](Id j) {
+      if (rank > 0) dims[rank - 1] = j;
+      body(Index{dims, k.add(base, j)});
+    });
+  });
+}
+
 namespace {
 
 class Elementwise {
@@ -74,19 +86,9 @@ class Elementwise {
   /// Elements of the domain, as runs along its innermost dim: the outer index is derived
   /// once per run, the inner loop is unit-stride for contiguous reads.
   void elementwise() {
-    const int d = c.spec.domain;
-    const int rank = c.node(d).rank();
     std::vector<std::pair<int, int>> cut;
     if (c.spec.cut >= 0) cut.emplace_back(c.spec.cut, c.plan.buffer_of[c.spec.cut]);
-    c.for_runs(rank == 0 ? c.i64(1) : c.v.dim(d, rank - 1), [&](Id run, Id base, Id j0, Id j1) {
-      std::vector<Id> dims(rank, c.i64(0));
-      if (rank > 1) c.v.unravel_into(d, run, 0, rank - 1, dims);
-      c.k.loop(j0, j1, [&](Id j) {
-        if (rank > 0) dims[rank - 1] = j;
-        const Index index{dims, c.k.add(base, j)};
-        c.store_results(c.spec.results, index.linear, index, false, cut);
-      });
-    });
+    c.for_elements(c.spec.domain, [&](const Index& index) { c.store_results(c.spec.results, index.linear, index, false, cut); });
   }
 
   /// A kernel of leaves and elementwise ops alone: adjacent dims that every indexed leaf
@@ -177,26 +179,14 @@ void build_elementwise(KernelContext& c) {
 void build_collective(KernelContext& c) {
   const int node = c.spec.stages[0];
   const int operand = c.graph.operands[node][0];
-  const int rank = c.node(operand).rank();
   const DType dtype = c.node(node).dtype();
   // The result's buffer is in the frame even when the operand is staged elsewhere: the
   // runtime finds both there, and allocates the result before this kernel runs.
-  const int result = c.v.buffer(c.plan.buffer_of[node], dtype);
-  int staged = result;
-  for (int t : c.spec.temps) {
-    if (c.plan.temps[t].kind != TempBuffer::Kind::Staging) continue;
-    staged = c.v.buffer(temp_buffer_index(c.num_parameters, static_cast<int>(c.graph.roots.size()), t), dtype);
-  }
-  c.for_runs(rank == 0 ? c.i64(1) : c.v.dim(operand, rank - 1), [&](Id run, Id base, Id j0, Id j1) {
-    std::vector<Id> dims(rank, c.i64(0));
-    if (rank > 1) c.v.unravel_into(operand, run, 0, rank - 1, dims);
-    c.k.loop(j0, j1, [&](Id j) {
-      if (rank > 0) dims[rank - 1] = j;
-      const Id at = c.k.add(base, j);
-      c.k.store(staged, at, c.v.at(operand, Index{dims, at}));
-    });
-  });
-  c.k.kernel().count = c.v.numel(operand, 0, rank);
+  const CollectiveBuffers buffers = collective_buffers(c.plan, c.spec, c.num_parameters, static_cast<int>(c.graph.roots.size()));
+  c.v.buffer(buffers.out, dtype);
+  const int staged = c.v.buffer(buffers.in, dtype);
+  c.for_elements(operand, [&](const Index& index) { c.k.store(staged, index.linear, c.v.at(operand, index)); });
+  c.k.kernel().count = c.v.numel(operand, 0, c.node(operand).rank());
   c.k.kernel().work = c.i64(1);
 }
 

@@ -43,6 +43,10 @@ struct KernelContext {
   /// The iterations [begin, end) as runs along a dim of size `inner`: body(run, base, j0, j1)
   /// covers iterations base + [j0, j1) of run `run` (the iteration's index divided by inner).
   void for_runs(kir::Id inner, const std::function<void(kir::Id, kir::Id, kir::Id, kir::Id)>& body);
+  /// The iterations [begin, end) as elements of `node` in row-major order, as runs along its
+  /// innermost dim (the outer index derived once per run): body(index) at each, with both its
+  /// dims and its linear index.
+  void for_elements(int node, const std::function<void(const GraphValues::Index&)>& body);
 
   const ir::Graph& graph;
   const KernelPlan& plan;

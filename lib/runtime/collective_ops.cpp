@@ -37,14 +37,10 @@ Tensor finish_reduce(std::string_view name, Tensor sum, ReduceOp op, DType dtype
   return sum / Scalar(static_cast<double>(world_size()));
 }
 
+/// `dim` of `t`, which must have one (a collective along it moves dim to the front).
 int64_t checked_dim(std::string_view name, const Tensor& t, int64_t dim) {
-  const int64_t rank = t.dim();
-  if (rank == 0) throw Error(fmt::format("{}: expected a tensor of rank 1 or more, got a scalar", name));
-  if (dim < -rank || dim >= rank) {
-    throw Error(fmt::format("{}: dim {} is out of range for a tensor of rank {} (expected {} to {})", name, dim, rank,
-                            -rank, rank - 1));
-  }
-  return dim < 0 ? dim + rank : dim;
+  if (t.dim() == 0) throw Error(fmt::format("{}: expected a tensor of rank 1 or more, got a scalar", name));
+  return traced::wrap_dim(name, dim, t.dim());
 }
 
 /// `t` with `dim` moved to the front (to = true) or back from the front to `dim`.

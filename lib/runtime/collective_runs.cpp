@@ -7,7 +7,9 @@
 #include <queue>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "lazyjit/error.h"
+#include "lowering/fusion.h"
 
 namespace lazyjit::runtime {
 namespace {
@@ -22,7 +24,10 @@ int64_t trace_order(const ir::Graph& graph, const lowering::KernelSpec& kernel) 
 }  // namespace
 
 std::vector<size_t> in_trace_order(const ir::Graph& graph, const lowering::KernelPlan& plan, std::vector<size_t> order,
-                                   size_t fixed_from) {
+                                   std::span<const lowering::Alias> aliases) {
+  absl::flat_hash_set<int> writers;  // of donated buffers
+  for (const lowering::Alias& a : aliases) writers.insert(plan.writer_of[a.result]);
+  const size_t fixed_from = order.size() - writers.size();
   const auto collective = [&](size_t k) { return plan.kernels[k].kind == lowering::KernelKind::Collective; };
   std::vector<size_t> collectives;  // positions in `order`
   for (size_t pos = 0; pos < fixed_from; ++pos) {
@@ -102,27 +107,23 @@ void CollectivesUnderWay::leak_buffers(Entry& entry) {
 }
 
 void CollectivesUnderWay::agree(const std::vector<size_t>& order) {
+  if (plan_.collectives == 0) return;
   std::vector<const ir::Node*> nodes;
   for (size_t k : order) {
     const lowering::KernelSpec& kernel = plan_.kernels[k];
     if (kernel.kind == lowering::KernelKind::Collective) nodes.push_back(graph_.nodes[kernel.stages[0]]);
   }
-  if (!nodes.empty()) ir::agree_collectives(nodes);
+  ir::agree_collectives(nodes);
 }
 
 void CollectivesUnderWay::start(const lowering::KernelSpec& kernel, std::vector<std::unique_ptr<CpuBuffer>> keep) {
   const int node = kernel.stages[0];
   const ir::Node& collective = *graph_.nodes[node];
-  const int num_parameters = static_cast<int>(graph_.parameters.size());
-  const int num_results = static_cast<int>(graph_.roots.size());
-  void* out = buffers_[plan_.buffer_of[node]];
-  const void* in = out;
-  for (int t : kernel.temps) {
-    if (plan_.temps[t].kind == lowering::TempBuffer::Kind::Staging) in = buffers_[lowering::temp_buffer_index(num_parameters, num_results, t)];
-  }
+  const lowering::CollectiveBuffers at = lowering::collective_buffers(
+      plan_, kernel, static_cast<int>(graph_.parameters.size()), static_cast<int>(graph_.roots.size()));
   std::unique_ptr<ir::CollectiveRequest> request = ir::start_collective(
-      {.node = &collective, .in = in, .in_count = ir::numel(graph_.nodes[graph_.operands[node][0]]->shape()), .out = out,
-       .out_count = ir::numel(collective.shape())});
+      {.node = &collective, .in = buffers_[at.in], .in_count = ir::numel(graph_.nodes[graph_.operands[node][0]]->shape()),
+       .out = buffers_[at.out], .out_count = ir::numel(collective.shape())});
   under_way_.push_back({&kernel, std::move(request), std::move(keep), 0});
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "ir/collectives.h"
@@ -17,10 +18,10 @@ namespace lazyjit::runtime {
 /// `order` (the kernels' run order) with the collective kernels in the order their collectives
 /// were traced (ir::stamp_collective), which every rank shares: the plan's order follows the
 /// graph's roots, and a rank that holds other pending tensors than the others has other roots.
-/// Every kernel still runs after those whose buffers it uses; the kernels from `fixed_from` on
-/// (those that write donated buffers) stay last.
+/// Every kernel still runs after those whose buffers it uses; the kernels that write buffers
+/// donated under `aliases` (last in `order`, donation_order) stay last.
 std::vector<size_t> in_trace_order(const ir::Graph& graph, const lowering::KernelPlan& plan, std::vector<size_t> order,
-                                   size_t fixed_from);
+                                   std::span<const lowering::Alias> aliases);
 
 /// A kernel that reads a collective's result waits for it first, and the run waits for every
 /// one at its end. The ranks compare their collectives before the first kernel (agree), so

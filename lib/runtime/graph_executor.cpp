@@ -228,11 +228,7 @@ void GraphExecutor::execute(const ir::Graph& graph, const Code& code, std::span<
   leaves.reserve(num_results);
   for (const BackendDataPtr& output : outputs) leaves.push_back(ir::make_parameter(output));
   std::vector<size_t> order = donation_order(plan.kernels, aliases);
-  {
-    absl::flat_hash_set<int> writers;  // of donated buffers: last in `order`
-    for (const lowering::Alias& a : aliases) writers.insert(plan.writer_of[a.result]);
-    order = in_trace_order(graph, plan, std::move(order), order.size() - writers.size());
-  }
+  if (plan.collectives > 1) order = in_trace_order(graph, plan, std::move(order), aliases);
 
   // Temporaries live from the first kernel that uses one to its last: each is taken from the
   // caching allocator just before its first user runs and handed back after its last, so a

@@ -23,21 +23,10 @@ using ir::OpKind;
 using traced::check;
 using traced::pending;
 using traced::value_of;
+using traced::wrap_dim;
 
 std::string text(std::span<const int64_t> v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
 
-/// `dim` in [0, rank) from PyTorch's [-rank, rank); `rank` is the range's, `tensor_rank` the
-/// operand's, for the message (a rank-0 tensor takes the dims of rank 1, -1 and 0).
-int64_t wrap_dim(std::string_view op, int64_t dim, int64_t rank, int64_t tensor_rank) {
-  if (dim < -rank || dim >= rank) {
-    const int64_t lo = rank == 0 ? -1 : -rank, hi = rank == 0 ? 0 : rank - 1;
-    throw Error(fmt::format("{}: dim {} is out of range for a tensor of rank {} (expected {} to {})", op, dim,
-                            tensor_rank, lo, hi));
-  }
-  return dim < 0 ? dim + rank : dim;
-}
-
-int64_t wrap_dim(std::string_view op, int64_t dim, int64_t rank) { return wrap_dim(op, dim, rank, rank); }
 
 /// A dim of a tensor of rank `rank`, where a rank-0 tensor accepts -1 and 0, as in PyTorch.
 int64_t wrap_dim_of(std::string_view op, int64_t dim, int64_t rank) {

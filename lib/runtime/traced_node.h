@@ -1,5 +1,6 @@
 // What the public functions that trace one structured node share (structured_ops.cpp,
-// window_ops.cpp): an operand's IR value, the checked node, and the pending tensor.
+// window_ops.cpp, collective_ops.cpp): an operand's IR value, the checked node, the pending
+// tensor, and PyTorch's dims.
 #pragma once
 
 #include <string>
@@ -42,6 +43,19 @@ inline ir::NodePtr check_as(std::string_view name, absl::StatusOr<ir::NodePtr> n
 }
 
 inline Tensor pending(ir::NodePtr node) { return detail::make_pending(std::move(node)); }
+
+/// `dim` in [0, rank) from PyTorch's [-rank, rank); `rank` is the range's, `tensor_rank` the
+/// operand's, for the message (a rank-0 tensor takes the dims of rank 1, -1 and 0).
+inline int64_t wrap_dim(std::string_view op, int64_t dim, int64_t rank, int64_t tensor_rank) {
+  if (dim < -rank || dim >= rank) {
+    const int64_t lo = rank == 0 ? -1 : -rank, hi = rank == 0 ? 0 : rank - 1;
+    throw Error(fmt::format("{}: dim {} is out of range for a tensor of rank {} (expected {} to {})", op, dim,
+                            tensor_rank, lo, hi));
+  }
+  return dim < 0 ? dim + rank : dim;
+}
+
+inline int64_t wrap_dim(std::string_view op, int64_t dim, int64_t rank) { return wrap_dim(op, dim, rank, rank); }
 
 }  // namespace traced
 }  // namespace lazyjit
