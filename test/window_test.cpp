@@ -83,6 +83,10 @@ TEST(ConvTest, MatchesTheDefinitionForStridesPaddingDilationAndGroups) {
       {{1, 1, 3, 3}, {1, 1, 3, 3}, 1, 0},         // one output element
       {{1, 2, 5, 5}, {2, 2, 5, 5}, 1, 2},         // kernel as large as the padded input needs
       {{2, 3, 6, 6}, {4, 3, 3, 3}, 1, 3},         // more padding than the window reaches
+      // The product reads its window in place (stride 1 along W): rows wider than a column
+      // panel (a partial last panel), and K = 232 * 9 rows, more than a tile's panel holds.
+      {{2, 3, 5, 40}, {7, 3, 3, 3}, 1, 1, {1, 2}},
+      {{1, 232, 3, 35}, {3, 232, 3, 3}, {2, 1}, 1},
   };
   std::mt19937 rng(101);
   for (const ConvCase& k : cases) {

@@ -296,8 +296,14 @@ class Emitter {
     });
   }
 
+  /// Rows of a B read in place that the panel on the stack holds.
+  static constexpr int64_t kPanelRows = 2048;
+
   /// MR rows by NR columns of accumulators (two vectors per row) over all of K, then the
-  /// tile stored to its local.
+  /// tile stored to its local. A B read in place is first copied into a panel on the stack
+  /// (its rows lie scattered and unaligned, a window's rows in the input): once per tile
+  /// (the micro-kernels of a tile share b_base) when K fits the panel, else a block of
+  /// kPanelRows rows at a time.
   void matmul(const kir::MicroKernel& m) {
     const DType dtype = k_.buffers[m.b].dtype;
     const MatmulTiling tiling = matmul_tiling(dtype_size(dtype));
@@ -312,11 +318,11 @@ class Emitter {
     Value* b_base = value(m.b_base);
     std::vector<Value*> a_rows;
     for (Id r : m.a_rows) a_rows.push_back(value(r));
-    counted_loop(i64(0), value(m.k), "kk", [&](Value* kk) {
-      Value* b_row = b_.CreateAdd(b_base, b_.CreateMul(kk, i64(tiling.nr)));
+    // One step of K: row kk of B (two vectors) times MR elements of A's column kk.
+    auto multiply = [&](Value* kk, llvm::Value* b_buffer, Value* b_row) {
       Value* bv[2];
       for (int half = 0; half < 2; ++half) {
-        Value* p = b_.CreateInBoundsGEP(scalar, body_->getArg(m.b), b_.CreateAdd(b_row, i64(half * lanes)));
+        Value* p = b_.CreateInBoundsGEP(scalar, b_buffer, b_.CreateAdd(b_row, i64(half * lanes)));
         bv[half] = b_.CreateAlignedLoad(vector, p, llvm::Align(64));
       }
       Value* a_row = m.packed_a ? b_.CreateAdd(a_rows[0], b_.CreateMul(kk, i64(tiling.mr))) : nullptr;
@@ -332,7 +338,48 @@ class Emitter {
           b_.CreateStore(sum, slot);
         }
       }
-    });
+    };
+    if (m.b_rows < 0) {
+      counted_loop(i64(0), value(m.k), "kk", [&](Value* kk) {
+        multiply(kk, body_->getArg(m.b), b_.CreateAdd(b_base, b_.CreateMul(kk, i64(tiling.nr))));
+      });
+    } else {
+      if (panel_ == nullptr) {
+        panel_ = hoist_.CreateAlloca(scalar, i64(kPanelRows * tiling.nr));
+        panel_->setAlignment(llvm::Align(64));
+        panel_of_ = hoist_.CreateAlloca(b_.getInt64Ty());
+        hoist_.CreateStore(i64(-1), panel_of_);  // the b_base whose rows the panel holds
+      }
+      // Each row's first `cols` columns, under a mask (no read past them), zeros after.
+      Value* mask[2];
+      Value* cols = b_.CreateVectorSplat(static_cast<unsigned>(lanes), value(m.cols));
+      for (int half = 0; half < 2; ++half) {
+        std::vector<llvm::Constant*> lane;
+        for (int64_t j = 0; j < lanes; ++j) lane.push_back(b_.getInt64(half * lanes + j));
+        mask[half] = b_.CreateICmpSLT(llvm::ConstantVector::get(lane), cols);
+      }
+      Value* k = value(m.k);
+      Value* blocks = b_.CreateSDiv(b_.CreateAdd(k, i64(kPanelRows - 1)), i64(kPanelRows));
+      Value* whole = b_.CreateICmpSLE(blocks, i64(1));  // the panel holds all of K: copied once per tile
+      Value* fresh = b_.CreateOr(b_.CreateNot(whole), b_.CreateICmpNE(b_.CreateLoad(b_.getInt64Ty(), panel_of_), b_base));
+      b_.CreateStore(b_.CreateSelect(whole, b_base, i64(-1)), panel_of_);
+      counted_loop(i64(0), blocks, "kb", [&](Value* block) {
+        Value* first = b_.CreateMul(block, i64(kPanelRows));
+        Value* rest = b_.CreateSub(k, first);
+        Value* rows = b_.CreateSelect(b_.CreateICmpSLT(rest, i64(kPanelRows)), rest, i64(kPanelRows));
+        counted_loop(i64(0), b_.CreateSelect(fresh, rows, i64(0)), "copy", [&](Value* i) {
+          Value* offset = b_.CreateLoad(b_.getInt64Ty(), b_.CreateInBoundsGEP(b_.getInt64Ty(), body_->getArg(m.b_rows), b_.CreateAdd(first, i)));
+          Value* row = b_.CreateAdd(b_base, offset);
+          for (int half = 0; half < 2; ++half) {
+            Value* from = b_.CreateInBoundsGEP(scalar, body_->getArg(m.b), b_.CreateAdd(row, i64(half * lanes)));
+            Value* v = b_.CreateMaskedLoad(vector, from, llvm::Align(dtype_size(dtype)), mask[half], llvm::Constant::getNullValue(vector));
+            Value* to = b_.CreateInBoundsGEP(scalar, panel_, b_.CreateAdd(b_.CreateMul(i, i64(tiling.nr)), i64(half * lanes)));
+            b_.CreateAlignedStore(v, to, llvm::Align(64));
+          }
+        });
+        counted_loop(i64(0), rows, "kk", [&](Value* i) { multiply(b_.CreateAdd(first, i), panel_, b_.CreateMul(i, i64(tiling.nr))); });
+      });
+    }
     for (int64_t i = 0; i < 2 * tiling.mr; ++i) {
       Value* p = b_.CreateConstInBoundsGEP1_64(scalar, locals_[m.tile], i * lanes);
       b_.CreateAlignedStore(b_.CreateLoad(vector, accumulators_[i]), p, llvm::Align(64));
@@ -349,6 +396,7 @@ class Emitter {
   std::vector<Id> trail_;           // expressions remembered in the open scopes, in order
   std::vector<Value*> vars_;
   std::vector<llvm::AllocaInst*> locals_, accumulators_;
+  llvm::AllocaInst *panel_ = nullptr, *panel_of_ = nullptr;  // a B read in place, and its b_base
   Value *scalars_ = nullptr, *dims_ = nullptr, *begin_ = nullptr, *end_ = nullptr;
 };
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "fmt/format.h"
+#include "ir/structured.h"
 
 namespace lazyjit::lowering {
 namespace {
@@ -39,6 +40,9 @@ class Planner {
       : graph_(graph), n_(static_cast<int>(graph.nodes.size())), users_(n_), cuts_(chain_cuts(graph)) {
     for (int i = 0; i < n_; ++i) {
       for (int operand : graph.operands[i]) users_[operand].push_back(i);
+      if (access_of(graph, i) != AccessPattern::Matmul) continue;
+      const int base = in_place_b(graph, i);  // read where it lies: it needs a buffer
+      if (base >= 0 && graph.parameter_slot[base] < 0 && !is_boundary(graph, base)) cuts_[base] = true;
     }
     result_of_.assign(n_, -1);
     for (size_t r = graph.roots.size(); r-- > 0;) result_of_[stored_value(graph, graph.roots[r])] = static_cast<int>(r);
@@ -67,7 +71,7 @@ class Planner {
       const AccessPattern access = access_of(graph_, i);
       if (access == AccessPattern::Matmul) {
         if (packs_left(graph_, cuts_, i)) add({KernelKind::PackA, i}, -1, i);
-        add({KernelKind::PackB, i}, -1, i);
+        add({in_place_b(graph_, i) >= 0 ? KernelKind::RowsOfB : KernelKind::PackB, i}, -1, i);
         add({KernelKind::Matmul, i}, -1, i);
       } else if (access == AccessPattern::Scan || access == AccessPattern::Scatter || access == AccessPattern::Collective) {
         const KernelKind kind = access == AccessPattern::Scan      ? KernelKind::Scan
@@ -219,9 +223,12 @@ class Planner {
       if (!d.alive) continue;
       KernelSpec& spec = d.spec;
       const int b = d.owner;
-      if (spec.kind == KernelKind::PackA || spec.kind == KernelKind::PackB) {
+      if (spec.kind == KernelKind::PackA || spec.kind == KernelKind::PackB || spec.kind == KernelKind::RowsOfB) {
         spec.temps.push_back(static_cast<int>(plan.temps.size()));
-        plan.temps.push_back({spec.kind == KernelKind::PackA ? TempBuffer::Kind::PackedA : TempBuffer::Kind::PackedB, b});
+        plan.temps.push_back({spec.kind == KernelKind::PackA   ? TempBuffer::Kind::PackedA
+                              : spec.kind == KernelKind::PackB ? TempBuffer::Kind::PackedB
+                                                               : TempBuffer::Kind::RowsOfB,
+                              b});
       } else if (b >= 0 && (spec.kind != KernelKind::Elementwise || spec.cut >= 0)) {
         if (result_of_[b] >= 0 && spec.cut < 0) {  // a cut that is a result: its group kernel copies it
           plan.buffer_of[b] = num_parameters + result_of_[b];
@@ -265,8 +272,9 @@ class Planner {
       }
       if (only_at_element) spec.direct_reads.push_back(slot);
     }
-    if (spec.kind == KernelKind::Matmul) {  // a left operand in a parameter's buffer is read in place, whole rows
+    if (spec.kind == KernelKind::Matmul) {  // operands in a parameter's buffer are read in place, whole rows
       std::erase(spec.direct_reads, graph_.parameter_slot[graph_.operands[spec.domain][0]]);
+      if (const int base = in_place_b(graph_, spec.domain); base >= 0) std::erase(spec.direct_reads, graph_.parameter_slot[base]);
     }
   }
 
@@ -292,6 +300,26 @@ CollectiveBuffers collective_buffers(const KernelPlan& plan, const KernelSpec& k
   return {out, out};
 }
 
+int in_place_b(const ir::Graph& graph, int product) {
+  int node = graph.operands[product][1];
+  int column = graph.nodes[node]->rank() - 1;  // the dim of `node` that holds B's columns
+  bool window = false;
+  for (;; node = graph.operands[node][0]) {
+    const ir::Node& n = *graph.nodes[node];
+    if (n.op() == OpKind::Permute) {
+      column = static_cast<int>(n.attrs()[column]);
+    } else if (n.op() == OpKind::Unfold) {
+      const ir::Window w = ir::Window::of(n.attrs());
+      if (w.ph != 0 || w.pw != 0 || column != 4 || w.sw != 1) return -1;
+      column = 3;  // [n, g, (c, i, j), oh, ow] reads [n, c, oh*sh + i*dh, ow + j*dw]
+      window = true;
+    } else {
+      break;
+    }
+  }
+  return window && column == graph.nodes[node]->rank() - 1 ? node : -1;
+}
+
 int stored_value(const ir::Graph& graph, int node) {
   while (graph.nodes[node]->op() == OpKind::Reshape) node = graph.operands[node][0];
   return node;
@@ -306,12 +334,17 @@ std::vector<bool> region_of(const ir::Graph& graph, const std::vector<bool>& cut
   std::vector<int> stack;
   if (kernel.kind == KernelKind::PackA || kernel.kind == KernelKind::PackB) {
     stack.push_back(graph.operands[kernel.domain][kernel.kind == KernelKind::PackA ? 0 : 1]);
+  } else if (kernel.kind == KernelKind::RowsOfB) {
+    return in;  // offsets alone: it reads no value
   } else {
     for (int r : kernel.results) stack.push_back(graph.roots[r]);
     for (int s : kernel.stages) stack.push_back(s);
     if (stack.empty()) stack.push_back(kernel.domain);
     if (kernel.kind == KernelKind::Matmul && !packs_left(graph, cuts, kernel.domain)) {
       stack.push_back(graph.operands[kernel.domain][0]);  // read in place
+    }
+    if (kernel.kind == KernelKind::Matmul) {
+      if (const int base = in_place_b(graph, kernel.domain); base >= 0) stack.push_back(base);
     }
   }
   while (!stack.empty()) {

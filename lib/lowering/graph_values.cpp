@@ -173,14 +173,9 @@ Id GraphValues::window(int node, const Index& index) {
   const int64_t kk = w.kh * w.kw;
   const Id zero = is_floating(n.dtype()) ? k_.float_constant(n.dtype(), 0) : k_.constant(n.dtype(), 0);
   if (n.op() == OpKind::Unfold) {
-    // [n, g, (c, i, j), oh, ow] reads [n, g * C/groups + c, oh*sh - ph + i*dh, ...]: the
-    // position in the padded input (linear in ow: a unit-stride run when sw is 1), then
-    // clamped into the input and selected.
     const Id height = dim(operand, 2), width = dim(operand, 3);
-    const Id window = k_.rem(dims[2], c(kk));
-    const Id channel = k_.add(k_.mul(dims[1], k_.div(dim(operand, 1), c(w.groups))), k_.div(dims[2], c(kk)));
-    const Id padded_h = k_.add(k_.mul(dims[3], c(w.sh)), k_.mul(k_.div(window, c(w.kw)), c(w.dh)));
-    const Id padded_w = k_.add(k_.mul(dims[4], c(w.sw)), k_.mul(k_.rem(window, c(w.kw)), c(w.dw)));
+    const auto [channel, padded_h, padded_w] = window_source(node, dims);
+    if (w.ph == 0 && w.pw == 0) return at(operand, Index{{dims[0], channel, padded_h, padded_w}});  // always inside
     auto inside = [&](Id padded, int64_t pad, Id extent) {
       return both(k_.op(OpKind::Ge, DType::Bool, {padded, c(pad)}), lt(padded, k_.add(extent, c(pad))));
     };
@@ -208,6 +203,34 @@ Id GraphValues::window(int node, const Index& index) {
   const Id row = k_.add(k_.mul(k_.rem(dims[1], per_group), c(kk)), dims[2]);
   const Id v = at(operand, Index{{dims[0], k_.div(dims[1], per_group), row, oh, ow}});
   return k_.select(both(reached_h, reached_w), v, zero);
+}
+
+GraphValues::WindowSource GraphValues::window_source(int node, const std::vector<Id>& dims) {
+  // [n, g, (c, i, j), oh, ow] reads [n, g * C/groups + c, oh*sh - ph + i*dh, ...]: the
+  // position in the padded input, linear in ow (a unit-stride run when sw is 1).
+  const ir::Window w = ir::Window::of(graph_.nodes[node]->attrs());
+  const int operand = graph_.operands[node][0];
+  auto c = [&](int64_t value) { return k_.index(value); };
+  const Id window = k_.rem(dims[2], c(w.kh * w.kw));
+  return {.channel = k_.add(k_.mul(dims[1], k_.div(dim(operand, 1), c(w.groups))), k_.div(dims[2], c(w.kh * w.kw))),
+          .padded_h = k_.add(k_.mul(dims[3], c(w.sh)), k_.mul(k_.div(window, c(w.kw)), c(w.dh))),
+          .padded_w = k_.add(k_.mul(dims[4], c(w.sw)), k_.mul(k_.rem(window, c(w.kw)), c(w.dw)))};
+}
+
+Id GraphValues::offset_in(int node, int base, const Index& index) {
+  if (node == base) return linear_of(node, index);
+  const ir::Node& n = *graph_.nodes[node];
+  const std::vector<Id> dims = dims_of(node, index);
+  std::vector<Id> in(dims.size());
+  if (n.op() == OpKind::Unfold) {  // no padding: the padded position is the position
+    const WindowSource source = window_source(node, dims);
+    in = {dims[0], source.channel, source.padded_h, source.padded_w};
+  } else if (n.op() == OpKind::Permute) {  // result dim d is operand dim attrs[d]
+    for (size_t d = 0; d < dims.size(); ++d) in[n.attrs()[d]] = dims[d];
+  } else {
+    internal_error(std::string(ir::op_name(n.op())) + " between a matmul and the operand it reads in place");
+  }
+  return offset_in(graph_.operands[node][0], base, Index{std::move(in)});
 }
 
 Id GraphValues::view(int node, const Index& index) {

@@ -38,6 +38,10 @@ class GraphValues {
     memo_.clear();
   }
 
+  /// The offset in `base`'s buffer of element `index` of `node`, a chain of permutes and
+  /// sliding windows without padding over `base` (in_place_b): no value is read.
+  kir::Id offset_in(int node, int base, const Index& index);
+
   /// Size of dim `d` of `node`: the constant 1 for the unit dims the key fixes, else a dim
   /// of the frame (the node's size in the graph's shape table).
   kir::Id dim(int node, int d);
@@ -64,6 +68,12 @@ class GraphValues {
   /// A sliding-window view (Unfold, UnfoldTranspose): the operand at clamped indices,
   /// selected where the window reaches it.
   kir::Id window(int node, const Index& index);
+  /// Where element `dims` of Unfold `node` lies in its operand: the channel, and the row and
+  /// column in the padded input (less the padding: in the input).
+  struct WindowSource {
+    kir::Id channel, padded_h, padded_w;
+  };
+  WindowSource window_source(int node, const std::vector<kir::Id>& dims);
   /// `divisor`, after a check that it is not 0 (an integer division of `node`).
   kir::Id checked_divisor(int node, kir::Id divisor);
   Index operand_index(int node, int operand, const Index& index);

@@ -126,6 +126,8 @@ enum class KernelKind : uint8_t {
                 ///< the stages fold the row, then the row's results are stored
   PackA,        ///< one iteration per 6-row panel of the left matmul operand
   PackB,        ///< one iteration per column panel of the right matmul operand
+  RowsOfB,      ///< one iteration per row of a right matmul operand read in place: the row's
+                ///< offset in its buffer (in_place_b)
   Matmul,       ///< one iteration per output tile: micro-kernel, then the fused epilogue
   Scan,         ///< one iteration per line along the scanned dim: a running combine in order
   Scatter,      ///< one iteration per position outside the scattered dim: the input's line
@@ -158,9 +160,10 @@ struct KernelSpec {
 
 /// A buffer the runtime allocates for one run of the graph, for values kernels pass on.
 struct TempBuffer {
-  enum class Kind : uint8_t { Value, PackedA, PackedB, Staging };
+  enum class Kind : uint8_t { Value, PackedA, PackedB, RowsOfB, Staging };
   Kind kind;
-  int node;  ///< Value: the node stored; packed: the matmul whose operand it holds; staging:
+  int node;  ///< Value: the node stored; packed, RowsOfB: the matmul whose operand it holds
+             ///< (RowsOfB: K Int64 offsets of B's rows in place); staging:
              ///< the collective whose operand it holds (all_gather, reduce_scatter)
   int bytes = -1;  ///< its size: a step of KernelPlan::sizes
 };

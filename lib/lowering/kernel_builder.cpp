@@ -88,6 +88,17 @@ class Elementwise {
   void elementwise() {
     std::vector<std::pair<int, int>> cut;
     if (c.spec.cut >= 0) cut.emplace_back(c.spec.cut, c.plan.buffer_of[c.spec.cut]);
+    if (c.spec.results.size() == 1 && cut.empty()) {
+      // A lone result that reshapes a value holds that value's elements in the same order:
+      // they are iterated in its shape, where the views below it read them without dividing
+      // the linear index per element.
+      const int r = c.spec.results[0];
+      const int stored = stored_value(c.graph, c.graph.roots[r]);
+      c.for_elements(stored, [&](const Index& index) {
+        c.k.store(c.v.buffer(c.output_buffer(r), c.v.dtype(stored)), index.linear, c.v.at(stored, index));
+      });
+      return;
+    }
     c.for_elements(c.spec.domain, [&](const Index& index) { c.store_results(c.spec.results, index.linear, index, false, cut); });
   }
 
@@ -198,6 +209,7 @@ kir::Kernel build_kernel(const ir::Graph& graph, const KernelPlan& plan, KernelS
     case KernelKind::Rows: per = "row"; build_rows(c); break;
     case KernelKind::PackA: per = "panel"; build_pack(c, /*left=*/true); break;
     case KernelKind::PackB: per = "panel"; build_pack(c, /*left=*/false); break;
+    case KernelKind::RowsOfB: per = "row"; build_rows_of_b(c); break;
     case KernelKind::Matmul: per = "tile"; build_matmul(c); break;
     case KernelKind::Scan: per = "line"; build_scan(c); break;
     case KernelKind::Scatter: per = "line"; build_scatter(c); break;

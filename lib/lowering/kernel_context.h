@@ -62,6 +62,8 @@ void build_elementwise(KernelContext& c);
 void build_rows(KernelContext& c);
 void build_pack(KernelContext& c, bool left);
 void build_matmul(KernelContext& c);
+/// RowsOfB: the offsets of the rows of a right operand the matmul reads in place.
+void build_rows_of_b(KernelContext& c);
 void build_scan(KernelContext& c);
 void build_scatter(KernelContext& c);
 /// A collective's operand, stored where the runtime's collective reads it.

@@ -87,7 +87,13 @@ class Matmul {
     const int num_results = static_cast<int>(c.graph.roots.size());
     const int packed_a_temp = packed_temp(TempBuffer::Kind::PackedA);
     const int packed_a = c.v.buffer(packed_a_temp < 0 ? c.plan.buffer_of[g.a] : temp_buffer_index(c.num_parameters, num_results, packed_a_temp), dtype);
-    const int packed_b = c.v.buffer(temp_buffer_index(c.num_parameters, num_results, packed_temp(TempBuffer::Kind::PackedB)), dtype);
+    const int b_in_place = in_place_b(c.graph, g.product);
+    const int b = c.v.buffer(b_in_place >= 0 ? c.plan.buffer_of[b_in_place]
+                                             : temp_buffer_index(c.num_parameters, num_results, packed_temp(TempBuffer::Kind::PackedB)),
+                             dtype);
+    const int b_rows = b_in_place < 0 ? -1
+                                      : c.v.buffer(temp_buffer_index(c.num_parameters, num_results, packed_temp(TempBuffer::Kind::RowsOfB)),
+                                                   DType::Int64);
     const int tile = c.k.new_local(dtype, g.tile.mr * g.tile.nr);
     const Id col_panels = c.k.ceil_div(g.n, c.i64(g.tile.nr));
     // Rows per tile: MB, or all of a short A (up to 2 MB rows): B's panel, which a tile reads
@@ -112,8 +118,18 @@ class Matmul {
       const Id rows = c.k.min(mb, c.k.sub(g.m, row0));
       const Id cols = c.k.min(c.i64(g.tile.nr), c.k.sub(g.n, col0));
       c.k.loop(c.i64(0), c.k.ceil_div(rows, c.i64(g.tile.mr)), [&](Id micro) {
-        kir::MicroKernel step{.a = packed_a, .b = packed_b, .tile = tile, .packed_a = packed_a_temp >= 0, .k = g.k};
-        step.b_base = c.k.mul(c.k.mul(c.k.add(c.k.mul(b_batch, col_panels), panel), g.k), c.i64(g.tile.nr));
+        kir::MicroKernel step{.a = packed_a, .b = b, .tile = tile, .packed_a = packed_a_temp >= 0, .b_rows = b_rows, .k = g.k};
+        if (b_in_place < 0) {
+          step.b_base = c.k.mul(c.k.mul(c.k.add(c.k.mul(b_batch, col_panels), panel), g.k), c.i64(g.tile.nr));
+        } else {  // where B's row 0 of this batch lies, at the tile's first column
+          std::vector<Id> at(g.b_rank, c.i64(0));
+          for (int d = 0; d < g.b_rank - 2; ++d) {
+            if (c.node(g.b).shape()[d] != 1) at[d] = out[d + g.rank - g.b_rank];
+          }
+          at[g.b_rank - 1] = col0;
+          step.b_base = c.v.offset_in(g.b, b_in_place, Index{at});
+          step.cols = cols;
+        }
         const Id first_row = c.k.add(row0, c.k.mul(micro, c.i64(g.tile.mr)));
         if (step.packed_a) {
           const Id a_panel = c.k.add(c.k.mul(a_batch, a_panels), c.k.add(c.k.div(row0, c.i64(g.tile.mr)), micro));
@@ -132,12 +148,29 @@ class Matmul {
     c.k.kernel().work = c.k.mul(c.k.mul(c.k.max(g.k, c.i64(1)), mb), c.i64(g.tile.nr));
   }
 
+  /// RowsOfB: entry kk of the table is the offset of B's row kk from its row 0, in the buffer
+  /// B is read from in place (in_place_b); the same for every batch and column.
+  void rows_of_b() {
+    const Gemm g = gemm();
+    const int base = in_place_b(c.graph, g.product);
+    const int num_results = static_cast<int>(c.graph.roots.size());
+    const int table = c.v.buffer(temp_buffer_index(c.num_parameters, num_results, c.spec.temps[0]), DType::Int64);
+    std::vector<Id> at(g.b_rank, c.i64(0));
+    const Id first = c.v.offset_in(g.b, base, Index{at});
+    c.k.loop(c.k.begin(), c.k.end(), [&](Id kk) {
+      at[g.b_rank - 2] = kk;
+      c.k.store(table, kk, c.k.sub(c.v.offset_in(g.b, base, Index{at}), first));
+    });
+    c.k.kernel().count = g.k;
+    c.k.kernel().work = c.i64(1);
+  }
+
   /// The temporary holding this product's packed operand, or -1 (A read in place).
   int packed_temp(TempBuffer::Kind kind) const {
     for (size_t t = 0; t < c.plan.temps.size(); ++t) {
       if (c.plan.temps[t].kind == kind && c.plan.temps[t].node == c.spec.domain) return static_cast<int>(t);
     }
-    if (kind == TempBuffer::Kind::PackedB) internal_error("a matmul without its packed operand");
+    if (kind != TempBuffer::Kind::PackedA) internal_error("a matmul without its packed operand or row offsets");
     return -1;
   }
 
@@ -174,5 +207,6 @@ class Matmul {
 
 void build_pack(KernelContext& c, bool left) { Matmul(c).pack(left); }
 void build_matmul(KernelContext& c) { Matmul(c).matmul(); }
+void build_rows_of_b(KernelContext& c) { Matmul(c).rows_of_b(); }
 
 }  // namespace lazyjit::lowering

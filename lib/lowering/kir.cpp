@@ -19,7 +19,7 @@ namespace {
 template <class F>
 void for_each_use(std::vector<Stmt>& body, F&& f) {
   for (Stmt& s : body) {
-    for (Id* id : {&s.lo, &s.hi, &s.micro.k, &s.micro.b_base}) {
+    for (Id* id : {&s.lo, &s.hi, &s.micro.k, &s.micro.b_base, &s.micro.cols}) {
       if (*id != kNone) f(*id);
     }
     for (auto* ids : {&s.offsets, &s.values, &s.micro.a_rows}) {
@@ -279,8 +279,10 @@ void print_body(const std::vector<Stmt>& body, int depth, std::string& out) {
         const MicroKernel& m = s.micro;
         std::string rows;
         for (Id r : m.a_rows) rows += fmt::format("{}%{}", rows.empty() ? "" : ", ", r);
-        out += fmt::format("{}matmul l{} = b{}[{}: {}] x b{}[packed: %{}] over %{}\n", indent, m.tile, m.a,
-                           m.packed_a ? "packed" : "rows", rows, m.b, m.b_base, m.k);
+        const std::string b = m.b_rows < 0 ? fmt::format("packed: %{}", m.b_base)
+                                            : fmt::format("rows: %{} + b{}, cols %{}", m.b_base, m.b_rows, m.cols);
+        out += fmt::format("{}matmul l{} = b{}[{}: {}] x b{}[{}] over %{}\n", indent, m.tile, m.a,
+                           m.packed_a ? "packed" : "rows", rows, m.b, b, m.k);
         break;
       }
     }
@@ -455,6 +457,12 @@ class Verifier {
           }
           index_use(m.k, "a matmul step");
           index_use(m.b_base, "a matmul step");
+          if (m.b_rows >= 0) {
+            if (!buffer_ok(m.b_rows) || k_.buffers[m.b_rows].dtype != DType::Int64) {
+              return fail("a matmul step whose B rows are not an Int64 buffer");
+            }
+            index_use(m.cols, "a matmul step");
+          }
           for (Id r : m.a_rows) index_use(r, "a matmul step");
           break;
         }

@@ -53,12 +53,15 @@ struct Expr {
 
 /// A register-blocked matmul step: for kk in [0, k), tile[r][j] += A(r, kk) * B(kk, j) for
 /// the MR x NR tile of a matmul (matmul_tiling), starting from zero. B is a packed panel
-/// ([k][NR] at b_base of buffer b); A is a packed panel ([k][MR] at a_rows[0] of buffer a)
-/// or, unpacked, MR rows of length k at offsets a_rows.
+/// ([k][NR] at b_base of buffer b) or, read in place, row kk at b_base + b_rows[kk] (b_rows:
+/// an Int64 buffer) with `cols` of its NR columns read (the rest are zero); A is a packed
+/// panel ([k][MR] at a_rows[0] of buffer a) or, unpacked, MR rows of length k at offsets a_rows.
 struct MicroKernel {
   int a = -1, b = -1, tile = -1;  ///< buffer slots and the (array) local written
   bool packed_a = true;
+  int b_rows = -1;                ///< B in place: the buffer slot of its row offsets; -1: packed
   Id k = kNone, b_base = kNone;
+  Id cols = kNone;                ///< B in place: columns read, at most NR
   std::vector<Id> a_rows = {};
 };
 

@@ -33,6 +33,11 @@ void plan_temp_sizes(const ir::Graph& graph, KernelPlan& plan) {
       temp.bytes = p.apply(Op::Mul, numel(stored, 0, graph.nodes[stored]->rank()), element);
       continue;
     }
+    if (temp.kind == TempBuffer::Kind::RowsOfB) {  // an Int64 offset per row of B
+      const int operand = graph.operands[temp.node][1];
+      temp.bytes = p.apply(Op::Mul, p.dim(offsets[operand] + graph.nodes[operand]->rank() - 2), p.constant(8));
+      continue;
+    }
     // A packed operand: per batch, whole panels of MR rows (or NR columns), each K long.
     const bool left = temp.kind == TempBuffer::Kind::PackedA;
     const int operand = graph.operands[temp.node][left ? 0 : 1];
@@ -116,6 +121,7 @@ const char* kind_name(KernelKind kind) {
     case KernelKind::Rows: return "rows";
     case KernelKind::PackA: return "pack_a";
     case KernelKind::PackB: return "pack_b";
+    case KernelKind::RowsOfB: return "rows_of_b";
     case KernelKind::Matmul: return "matmul";
     case KernelKind::Scan: return "scan";
     case KernelKind::Scatter: return "scatter";
@@ -126,26 +132,27 @@ const char* kind_name(KernelKind kind) {
 
 }  // namespace
 
+std::string print_kernel(const ir::Graph& graph, const KernelSpec& spec) {
+  std::string out = fmt::format("{} over %{} ({})", kind_name(spec.kind), spec.domain, ir::op_name(graph.nodes[spec.domain]->op()));
+  if (!spec.reduced.empty()) out += fmt::format(", folding dims {}", nodes_text(spec.reduced, ""));
+  if (!spec.stages.empty()) out += fmt::format(", stages {}", nodes_text(spec.stages));
+  if (spec.cut >= 0) out += fmt::format(", stores cut %{}", spec.cut);
+  if (!spec.results.empty()) out += fmt::format(", results {}", nodes_text(spec.results, "r"));
+  if (!spec.temps.empty()) out += fmt::format(", writes {}", nodes_text(spec.temps, "t"));
+  if (!spec.reads.empty()) out += fmt::format(", reads {}", nodes_text(spec.reads, "p"));
+  return out;
+}
+
 std::string print_plan(const ir::Graph& graph, const KernelPlan& plan) {
   std::string out = fmt::format("plan ({} kernel{}, {} temporar{})\n", plan.kernels.size(),
                                 plan.kernels.size() == 1 ? "" : "s", plan.temps.size(), plan.temps.size() == 1 ? "y" : "ies");
-  for (size_t k = 0; k < plan.kernels.size(); ++k) {
-    const KernelSpec& spec = plan.kernels[k];
-    out += fmt::format("  k{}: {} over %{} ({})", k, kind_name(spec.kind), spec.domain,
-                       ir::op_name(graph.nodes[spec.domain]->op()));
-    if (!spec.reduced.empty()) out += fmt::format(", folding dims {}", nodes_text(spec.reduced, ""));
-    if (!spec.stages.empty()) out += fmt::format(", stages {}", nodes_text(spec.stages));
-    if (spec.cut >= 0) out += fmt::format(", stores cut %{}", spec.cut);
-    if (!spec.results.empty()) out += fmt::format(", results {}", nodes_text(spec.results, "r"));
-    if (!spec.temps.empty()) out += fmt::format(", writes {}", nodes_text(spec.temps, "t"));
-    if (!spec.reads.empty()) out += fmt::format(", reads {}", nodes_text(spec.reads, "p"));
-    out += "\n";
-  }
+  for (size_t k = 0; k < plan.kernels.size(); ++k) out += fmt::format("  k{}: {}\n", k, print_kernel(graph, plan.kernels[k]));
   for (size_t t = 0; t < plan.temps.size(); ++t) {
     const TempBuffer& temp = plan.temps[t];
     const char* what = temp.kind == TempBuffer::Kind::Value     ? "value of"
                        : temp.kind == TempBuffer::Kind::PackedA ? "packed left operand of"
                        : temp.kind == TempBuffer::Kind::PackedB ? "packed right operand of"
+                       : temp.kind == TempBuffer::Kind::RowsOfB ? "row offsets of the right operand of"
                                                                 : "staged operand of";
     out += fmt::format("  t{}: {} %{}\n", t, what, temp.node);
   }

@@ -33,5 +33,7 @@ void plan_donation_candidates(const ir::Graph& graph, KernelPlan& plan);
 /// The plan as text: its kernels (kind, domain, stages, results, temporaries), temporaries,
 /// cuts and donation candidates.
 std::string print_plan(const ir::Graph& graph, const KernelPlan& plan);
+/// One kernel of the plan as print_plan shows it, without its number: "matmul over %7 (matmul)".
+std::string print_kernel(const ir::Graph& graph, const KernelSpec& kernel);
 
 }  // namespace lazyjit::lowering

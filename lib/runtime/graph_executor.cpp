@@ -17,6 +17,7 @@
 #include "lowering/plan.h"
 #include "runtime/collective_runs.h"
 #include "runtime/donation.h"
+#include "runtime/kernel_profile.h"
 #include "runtime/logging.h"
 #include "runtime/stack_thread.h"
 
@@ -267,6 +268,7 @@ void GraphExecutor::execute(const ir::Graph& graph, const Code& code, std::span<
   lowering::BoundFrame frame;
   int64_t offending = 0;  // a failed check's value (threads that fail at once store it atomically)
   int64_t tier0_runs = 0;
+  KernelProfile* const profile = KernelProfile::get();
   for (size_t pos = 0; pos < order.size(); ++pos) {
     const size_t k = order[pos];
     for (int t : born[pos]) {
@@ -278,6 +280,7 @@ void GraphExecutor::execute(const ir::Graph& graph, const Code& code, std::span<
     lowering::bind_frame(kernel.frame, buffers.data(), shapes.data(), scalars.data(), &offending, frame);
     const int64_t count = sizes[kernel.count], work = sizes[kernel.work];
     int32_t status = 0;
+    const Clock::time_point kernel_start = profile != nullptr ? Clock::now() : Clock::time_point();
     if (code.compiled != nullptr) {
       status = executor_.run(code.compiled->function(k), frame.args.data(), frame.dims.data(), count, work);
     } else if (const auto& compiled = code.tier0->compiled[k]) {
@@ -285,6 +288,9 @@ void GraphExecutor::execute(const ir::Graph& graph, const Code& code, std::span<
     } else {
       status = executor_.run(code.tier0->kernels[k], frame.args.data(), frame.dims.data(), count, work);
       ++tier0_runs;
+    }
+    if (profile != nullptr) {
+      profile->add(graph.key, k, nanoseconds_since(kernel_start), [&] { return lowering::print_kernel(graph, kernel); });
     }
     if (status != 0) {  // no result is assigned; donated buffers are written last, so none was yet
       counters_.execute_ns.fetch_add(nanoseconds_since(start), std::memory_order_relaxed);

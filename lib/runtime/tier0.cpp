@@ -39,6 +39,7 @@ std::vector<Id> direct_uses(const Stmt& s) {
       uses = s.micro.a_rows;
       uses.push_back(s.micro.k);
       uses.push_back(s.micro.b_base);
+      if (s.micro.cols != kir::kNone) uses.push_back(s.micro.cols);
       break;
   }
   return uses;

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "lowering/internal_error.h"
+#include "lowering/kernel_abi.h"
 #include "runtime/tier0_program.h"
 
 namespace lazyjit::runtime {
@@ -202,8 +203,15 @@ class Runner {
         const kir::MicroKernel& m = s.micro;
         int64_t rows[6] = {};
         for (size_t r = 0; r < m.a_rows.size() && r < 6; ++r) rows[r] = f_.index(m.a_rows[r]);
-        p_.table->matmul[static_cast<int>(k_.buffers[m.b].dtype)](f_.buffer(m.a), rows, m.packed_a, f_.buffer(m.b),
-                                                                   f_.index(m.b_base), f_.index(m.k), f_.local(m.tile));
+        const DType dtype = k_.buffers[m.b].dtype;
+        const std::byte* b = f_.buffer(m.b);
+        int64_t b_base = f_.index(m.b_base);
+        if (m.b_rows >= 0) {  // B in place: its rows packed into a panel here first
+          b = pack_rows(m, dtype, b_base);
+          b_base = 0;
+        }
+        p_.table->matmul[static_cast<int>(dtype)](f_.buffer(m.a), rows, m.packed_a, b, b_base, f_.index(m.k),
+                                                  f_.local(m.tile));
         return 0;
       }
     }
@@ -211,6 +219,21 @@ class Runner {
   }
 
  private:
+  /// The k x NR panel of a B read in place (kir::MicroKernel): row kk's first `cols` elements
+  /// from b_base + b_rows[kk], zeros after them. Packed once for the micro-kernels of a tile
+  /// (one b_base) in this call.
+  const std::byte* pack_rows(const kir::MicroKernel& m, DType dtype, int64_t b_base) {
+    if (b_base == panel_of_) return panel_.data();
+    const int64_t size = dtype_size(dtype), nr = lowering::matmul_tiling(size).nr;
+    const int64_t k = f_.index(m.k), cols = f_.index(m.cols);
+    panel_.assign(static_cast<size_t>(k * nr * size), std::byte{0});
+    const auto* rows = reinterpret_cast<const int64_t*>(f_.buffer(m.b_rows));
+    const std::byte* b = f_.buffer(m.b);
+    for (int64_t kk = 0; kk < k; ++kk) std::memcpy(&panel_[kk * nr * size], b + (b_base + rows[kk]) * size, cols * size);
+    panel_of_ = b_base;
+    return panel_.data();
+  }
+
   tier0::FoldFn fold(ir::OpKind op, DType dtype) const {
     return p_.table->fold[static_cast<int>(op)][static_cast<int>(dtype)];
   }
@@ -489,6 +512,8 @@ class Runner {
   const Program& p_;
   const kir::Kernel& k_;
   const BlockLoop* loop_ = nullptr;  // the block loop running
+  std::vector<std::byte> panel_;     // a B read in place, packed (pack_rows)
+  int64_t panel_of_ = -1;            // the b_base whose rows panel_ holds
   int64_t width_ = 0;                // its lanes per block (the first block's)
   // Per expression: the epoch in which its lanes were put in its block (the loop entry's for
   // a broadcast, the block's for the others); an Index expression is affine in this block,

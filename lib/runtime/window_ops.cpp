@@ -44,6 +44,19 @@ Tensor window_view(std::string_view op, const Tensor& x, int64_t groups, Size2 k
                               {groups, kernel.h, kernel.w, stride.h, stride.w, padding.h, padding.w, dilation.h, dilation.w})));
 }
 
+/// `x` ([N, C, H, W]) with `padding` rows and columns of zeros on each side.
+Tensor zero_pad(const Tensor& x, Size2 padding) {
+  Tensor padded = x;
+  for (const auto [dim, pad] : {std::pair{3, padding.w}, std::pair{2, padding.h}}) {
+    if (pad == 0) continue;
+    std::vector<int64_t> edge = padded.shape();
+    edge[dim] = pad;
+    const Tensor zero = zeros(edge, x.dtype());
+    padded = cat({zero, padded, zero}, dim);
+  }
+  return padded;
+}
+
 /// A pooling's window over each channel of `x`: [N, C, kh*kw, OH, OW].
 Tensor pool_view(std::string_view op, const Tensor& x, Size2 kernel, Size2 stride, Size2 padding) {
   if (padding.h * 2 > kernel.h || padding.w * 2 > kernel.w) {
@@ -92,7 +105,10 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 s
     throw Error(fmt::format("conv2d: expected a bias of shape [{}], got {}", out_channels, shape_text(bias)));
   }
   const Size2 kernel{weight.shape()[2], weight.shape()[3]};
-  const Tensor view = window_view("conv2d", x, groups, kernel, stride, padding, dilation);
+  // The padding stored once, so that the product reads the window in place (unpadded, its
+  // rows are runs of the input at unit stride when the stride is 1).
+  check_window_args("conv2d", stride, padding, dilation);
+  const Tensor view = window_view("conv2d", zero_pad(x, padding), groups, kernel, stride, 0, dilation);
   const int64_t oh = view.shape()[3], ow = view.shape()[4];
   // [groups, O/groups, C/groups * kh*kw] @ [N, OH, groups, C/groups * kh*kw, OW]: a product per
   // output row, whose columns (ow) read the input at unit stride when the stride is 1; the
