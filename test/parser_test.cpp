@@ -101,6 +101,11 @@ TEST(ParserTest, ErrorsNameLineColumnAndWhatWasExpected) {
             "line 3, column 8: sub: has 1 operands, expected 2");
   EXPECT_THAT(error_of("graph {\n  %0 = parameter 0 : float32[4096,4096,4096]\n"),
               HasSubstr("parameter too large for a text graph"));
+  // reshape[1] (unit dims alone) is checked against the shapes: a kernel trusts it.
+  EXPECT_THAT(error_of("graph {\n  %0 = parameter 0 : float32[2,12]\n  %1 = reshape[1] %0 : float32[4,6]\n"),
+              HasSubstr("reshape: attrs [1] mark a reshape of unit dims alone; [2,12] to [4,6] takes none"));
+  EXPECT_EQ(error_of("graph {\n  %0 = parameter 0 : float32[2,3]\n  %1 = reshape[1] %0 : float32[2,1,3]\n  return %1\n}"),
+            "<parsed>");
 }
 
 /// Random edits of valid texts: deletions, insertions of grammar characters, duplications,

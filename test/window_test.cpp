@@ -107,6 +107,33 @@ TEST(ConvTest, MatchesTheDefinitionForStridesPaddingDilationAndGroups) {
   }
 }
 
+// The gradients of a convolution, against the interpreter: the weight's is a product that
+// reads the window in place as its left operand (rows of the window), the input's is col2im.
+TEST(ConvTest, GradientsMatchTheInterpreter) {
+  const ConvCase cases[] = {
+      {{2, 3, 6, 40}, {4, 3, 3, 3}, 1, 1},             // rows wider than a column panel
+      {{1, 5, 7, 9}, {7, 5, 3, 2}, 1, {1, 0}, {2, 1}},  // more output channels than MR rows
+      {{2, 4, 9, 8}, {4, 2, 3, 3}, {2, 1}, 1, 1, 2},    // groups, stride along H only
+      {{1, 2, 8, 8}, {3, 2, 3, 3}, 2, 1},              // stride 2: the window is packed
+  };
+  std::mt19937 rng(107);
+  for (const ConvCase& k : cases) {
+    for (DType dtype : kFloats) {
+      Tensor x = Tensor::from_vector<double>(random_values(rng, numel(k.x)), k.x).to(dtype);
+      Tensor w = Tensor::from_vector<double>(random_values(rng, numel(k.w)), k.w).to(dtype);
+      x.requires_grad_();
+      w.requires_grad_();
+      const Tensor y = conv2d(x, w, Tensor(), k.stride, k.padding, k.dilation, k.groups);
+      const Tensor gy = Tensor::from_vector<double>(random_values(rng, y.numel()), y.shape()).to(dtype);
+      const std::vector<Tensor> grads = grad(sum(y * gy), {x, w});
+      const std::string context = fmt::format("conv2d x{} w{} groups {} {}", fmt::join(k.x, "x"), fmt::join(k.w, "x"),
+                                              k.groups, dtype_name(dtype));
+      expect_matches(grads[0], context + " input gradient", k.w[0] * k.w[2] * k.w[3]);
+      expect_matches(grads[1], context + " weight gradient", y.numel() / k.w[0]);
+    }
+  }
+}
+
 TEST(ConvTest, Conv1dIsAConvolutionOverOneRow) {
   std::mt19937 rng(103);
   const std::vector<double> xs = random_values(rng, 2 * 3 * 11), ws = random_values(rng, 4 * 3 * 3);

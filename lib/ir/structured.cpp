@@ -368,7 +368,10 @@ absl::StatusOr<std::pair<DType, Shape>> structured_result(OpKind op, std::span<c
       break;
     case OpKind::Reshape:
       if (absl::Status s = needs_given(); !s.ok()) return s;
-      if (!attrs.empty()) return invalid("reshape: takes no attrs");
+      if (!attrs.empty() && (attrs.size() != 1 || attrs[0] != 1 || !unit_dims_only(in, *given))) {
+        return invalid(fmt::format("reshape: attrs [1] mark a reshape of unit dims alone; {} to {} takes none",
+                                   shape_to_string(in), shape_to_string(*given)));
+      }
       if (absl::Status s = validate_dims("reshape", *given); !s.ok()) return s;
       if (numel(*given) != numel(in)) {
         return invalid(fmt::format("reshape: shape {} is invalid for a tensor of {} elements (shape {})",
@@ -434,6 +437,17 @@ absl::StatusOr<std::pair<DType, Shape>> structured_result(OpKind op, std::span<c
   if (info.dtype_rule == DTypeRule::Index) result = DType::Int64;
   if (info.dtype_rule == DTypeRule::Sum && !is_floating(result)) result = DType::Int64;
   return std::make_pair(result, *std::move(shape));
+}
+
+bool unit_dims_only(const Shape& from, const Shape& to) {
+  auto sizes = [](const Shape& shape) {
+    std::vector<int64_t> kept;
+    for (int64_t size : shape) {
+      if (size != 1) kept.push_back(size);
+    }
+    return kept;
+  };
+  return sizes(from) == sizes(to);
 }
 
 absl::StatusOr<NodePtr> make_structured(OpKind op, Node::Operands operands, Node::Attrs attrs, const Shape* given) {

@@ -17,6 +17,11 @@ namespace lazyjit::ir {
 absl::StatusOr<std::pair<DType, Shape>> structured_result(OpKind op, std::span<const NodePtr> operands,
                                                            const Node::Attrs& attrs, const Shape* given);
 
+/// Whether reshaping `from` to `to` only inserts or removes dims of size 1: their other
+/// sizes are one sequence. Such a reshape carries attrs {1} (in the graph key), and a kernel
+/// then maps its index dim by dim instead of through the linear index.
+bool unit_dims_only(const Shape& from, const Shape& to);
+
 /// A node of a non-elementwise op, checked by structured_result. Operands are not promoted:
 /// callers convert them first (cat and matmul take one dtype).
 absl::StatusOr<NodePtr> make_structured(OpKind op, Node::Operands operands, Node::Attrs attrs,

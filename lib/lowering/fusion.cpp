@@ -31,7 +31,7 @@ std::vector<int> folded_dims(const ir::Node& node) {
 /// rows of A are contiguous. One that is computed is packed as it is evaluated.
 bool packs_left(const ir::Graph& graph, const std::vector<bool>& cuts, int product) {
   const int a = graph.operands[product][0];
-  return graph.parameter_slot[a] < 0 && !is_boundary(graph, a) && !cuts[a];
+  return graph.parameter_slot[a] < 0 && !is_boundary(graph, a) && !cuts[a] && window_in_place(graph, product, 0) < 0;
 }
 
 class Planner {
@@ -41,8 +41,10 @@ class Planner {
     for (int i = 0; i < n_; ++i) {
       for (int operand : graph.operands[i]) users_[operand].push_back(i);
       if (access_of(graph, i) != AccessPattern::Matmul) continue;
-      const int base = in_place_b(graph, i);  // read where it lies: it needs a buffer
-      if (base >= 0 && graph.parameter_slot[base] < 0 && !is_boundary(graph, base)) cuts_[base] = true;
+      for (int side : {0, 1}) {
+        const int base = window_in_place(graph, i, side);  // read where it lies: it needs a buffer
+        if (base >= 0 && graph.parameter_slot[base] < 0 && !is_boundary(graph, base)) cuts_[base] = true;
+      }
     }
     result_of_.assign(n_, -1);
     for (size_t r = graph.roots.size(); r-- > 0;) result_of_[stored_value(graph, graph.roots[r])] = static_cast<int>(r);
@@ -71,7 +73,7 @@ class Planner {
       const AccessPattern access = access_of(graph_, i);
       if (access == AccessPattern::Matmul) {
         if (packs_left(graph_, cuts_, i)) add({KernelKind::PackA, i}, -1, i);
-        add({in_place_b(graph_, i) >= 0 ? KernelKind::RowsOfB : KernelKind::PackB, i}, -1, i);
+        add({window_in_place(graph_, i, 1) >= 0 ? KernelKind::RowsOfB : KernelKind::PackB, i}, -1, i);
         add({KernelKind::Matmul, i}, -1, i);
       } else if (access == AccessPattern::Scan || access == AccessPattern::Scatter || access == AccessPattern::Collective) {
         const KernelKind kind = access == AccessPattern::Scan      ? KernelKind::Scan
@@ -274,7 +276,9 @@ class Planner {
     }
     if (spec.kind == KernelKind::Matmul) {  // operands in a parameter's buffer are read in place, whole rows
       std::erase(spec.direct_reads, graph_.parameter_slot[graph_.operands[spec.domain][0]]);
-      if (const int base = in_place_b(graph_, spec.domain); base >= 0) std::erase(spec.direct_reads, graph_.parameter_slot[base]);
+      for (int side : {0, 1}) {
+        if (const int base = window_in_place(graph_, spec.domain, side); base >= 0) std::erase(spec.direct_reads, graph_.parameter_slot[base]);
+      }
     }
   }
 
@@ -300,8 +304,8 @@ CollectiveBuffers collective_buffers(const KernelPlan& plan, const KernelSpec& k
   return {out, out};
 }
 
-int in_place_b(const ir::Graph& graph, int product) {
-  int node = graph.operands[product][1];
+int window_in_place(const ir::Graph& graph, int product, int side) {
+  int node = graph.operands[product][side];
   int column = graph.nodes[node]->rank() - 1;  // the dim of `node` that holds B's columns
   bool window = false;
   for (;; node = graph.operands[node][0]) {
@@ -340,11 +344,11 @@ std::vector<bool> region_of(const ir::Graph& graph, const std::vector<bool>& cut
     for (int r : kernel.results) stack.push_back(graph.roots[r]);
     for (int s : kernel.stages) stack.push_back(s);
     if (stack.empty()) stack.push_back(kernel.domain);
-    if (kernel.kind == KernelKind::Matmul && !packs_left(graph, cuts, kernel.domain)) {
-      stack.push_back(graph.operands[kernel.domain][0]);  // read in place
-    }
-    if (kernel.kind == KernelKind::Matmul) {
-      if (const int base = in_place_b(graph, kernel.domain); base >= 0) stack.push_back(base);
+    if (kernel.kind == KernelKind::Matmul) {  // operands read in place: buffers, or windows of them
+      const int a = window_in_place(graph, kernel.domain, 0);
+      if (a >= 0) stack.push_back(a);
+      else if (!packs_left(graph, cuts, kernel.domain)) stack.push_back(graph.operands[kernel.domain][0]);
+      if (const int b = window_in_place(graph, kernel.domain, 1); b >= 0) stack.push_back(b);
     }
   }
   while (!stack.empty()) {

@@ -19,17 +19,18 @@ namespace lazyjit::lowering {
 ///  - A matmul product whose every reader is in a result kernel of its shape becomes that
 ///    kernel's micro-kernel (Matmul), and the elementwise consumers its epilogue. Each matmul
 ///    packs its operands first (PackA, PackB), evaluating their expressions as it packs, or
-///    reads them in place (A in a buffer; B by in_place_b, its rows' offsets from RowsOfB).
+///    reads them in place (A in a buffer; a window by window_in_place, B's rows' offsets from RowsOfB).
 /// Depends only on what the graph key contains, so one key has one plan.
 KernelPlan plan_kernels(const ir::Graph& graph);
 
-/// The node whose buffer matmul `product` reads its right operand B from in place, or -1
-/// (B is packed, PackB). B qualifies when it is a sliding window without padding (a
-/// convolution's implicit im2col), under permutes, of a node whose last dim holds B's
-/// columns at unit stride: the micro-kernel then reads each row of B where it lies (its
-/// offset from a RowsOfB kernel), and nothing is packed. The node below is stored by a
-/// kernel of its own when no buffer holds it yet (a padded input: a cut).
-int in_place_b(const ir::Graph& graph, int product);
+/// The node whose buffer matmul `product` reads operand `side` (0: A, 1: B) from in place,
+/// or -1. An operand qualifies when it is a sliding window without padding (a convolution's
+/// implicit im2col), under permutes, of a node whose last dim holds the operand's last dim
+/// (A's K, B's columns) at unit stride. The micro-kernel then reads each row of the operand
+/// where it lies, and nothing is packed: A's MR rows at their offsets, B's rows at offsets
+/// a RowsOfB kernel writes (copied once per tile into a panel). The node below is stored by
+/// a kernel of its own when no buffer holds it yet (a padded input: a cut).
+int window_in_place(const ir::Graph& graph, int product, int side);
 
 /// Whether collective `op` runs in its result's buffer (all_reduce, broadcast: the operand is
 /// staged there), rather than from a staging temporary of the operand's size.

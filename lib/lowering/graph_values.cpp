@@ -237,7 +237,23 @@ Id GraphValues::view(int node, const Index& index) {
   const ir::Node& n = *graph_.nodes[node];
   const int operand = graph_.operands[node][0];
   switch (n.op()) {
-    case OpKind::Reshape: return at(operand, Index{{}, linear_of(node, index)});
+    case OpKind::Reshape: {
+      const ir::Shape& in = graph_.nodes[operand]->shape();
+      if (n.attrs().empty() || index.dims.empty()) return at(operand, Index{{}, linear_of(node, index)});
+      // Unit dims alone (unit_dims_only): the operand's other dims are the result's, in order,
+      // and the linear index is the same.
+      std::vector<Id> dims;
+      size_t d = 0;
+      for (int64_t size : in) {
+        if (size == 1) {
+          dims.push_back(k_.index(0));
+          continue;
+        }
+        while (n.shape()[d] == 1) ++d;
+        dims.push_back(index.dims[d++]);
+      }
+      return at(operand, Index{std::move(dims), index.linear});
+    }
     case OpKind::IndexSelect:
     case OpKind::Gather: {
       // The index is read and checked against the operand's dim before any element is read

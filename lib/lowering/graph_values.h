@@ -39,7 +39,7 @@ class GraphValues {
   }
 
   /// The offset in `base`'s buffer of element `index` of `node`, a chain of permutes and
-  /// sliding windows without padding over `base` (in_place_b): no value is read.
+  /// sliding windows without padding over `base` (window_in_place): no value is read.
   kir::Id offset_in(int node, int base, const Index& index);
 
   /// Size of dim `d` of `node`: the constant 1 for the unit dims the key fixes, else a dim

@@ -127,7 +127,7 @@ enum class KernelKind : uint8_t {
   PackA,        ///< one iteration per 6-row panel of the left matmul operand
   PackB,        ///< one iteration per column panel of the right matmul operand
   RowsOfB,      ///< one iteration per row of a right matmul operand read in place: the row's
-                ///< offset in its buffer (in_place_b)
+                ///< offset in its buffer (window_in_place)
   Matmul,       ///< one iteration per output tile: micro-kernel, then the fused epilogue
   Scan,         ///< one iteration per line along the scanned dim: a running combine in order
   Scatter,      ///< one iteration per position outside the scattered dim: the input's line

@@ -86,8 +86,12 @@ class Matmul {
     const DType dtype = c.node(g.product).dtype();
     const int num_results = static_cast<int>(c.graph.roots.size());
     const int packed_a_temp = packed_temp(TempBuffer::Kind::PackedA);
-    const int packed_a = c.v.buffer(packed_a_temp < 0 ? c.plan.buffer_of[g.a] : temp_buffer_index(c.num_parameters, num_results, packed_a_temp), dtype);
-    const int b_in_place = in_place_b(c.graph, g.product);
+    const int a_in_place = window_in_place(c.graph, g.product, 0);
+    const int packed_a = c.v.buffer(packed_a_temp >= 0  ? temp_buffer_index(c.num_parameters, num_results, packed_a_temp)
+                                    : a_in_place >= 0 ? c.plan.buffer_of[a_in_place]
+                                                      : c.plan.buffer_of[g.a],
+                                    dtype);
+    const int b_in_place = window_in_place(c.graph, g.product, 1);
     const int b = c.v.buffer(b_in_place >= 0 ? c.plan.buffer_of[b_in_place]
                                              : temp_buffer_index(c.num_parameters, num_results, packed_temp(TempBuffer::Kind::PackedB)),
                              dtype);
@@ -122,12 +126,7 @@ class Matmul {
         if (b_in_place < 0) {
           step.b_base = c.k.mul(c.k.mul(c.k.add(c.k.mul(b_batch, col_panels), panel), g.k), c.i64(g.tile.nr));
         } else {  // where B's row 0 of this batch lies, at the tile's first column
-          std::vector<Id> at(g.b_rank, c.i64(0));
-          for (int d = 0; d < g.b_rank - 2; ++d) {
-            if (c.node(g.b).shape()[d] != 1) at[d] = out[d + g.rank - g.b_rank];
-          }
-          at[g.b_rank - 1] = col0;
-          step.b_base = c.v.offset_in(g.b, b_in_place, Index{at});
+          step.b_base = c.v.offset_in(g.b, b_in_place, Index{operand_dims(g.b, g.b_rank, out, g.rank, c.i64(0), col0)});
           step.cols = cols;
         }
         const Id first_row = c.k.add(row0, c.k.mul(micro, c.i64(g.tile.mr)));
@@ -137,7 +136,8 @@ class Matmul {
         } else {  // each of the MR rows of A in place (clamped to the last; its results are not stored)
           for (int64_t r = 0; r < g.tile.mr; ++r) {
             const Id row = c.k.min(c.k.add(first_row, c.i64(r)), c.k.sub(g.m, c.i64(1)));
-            step.a_rows.push_back(c.k.mul(c.k.add(c.k.mul(a_batch, g.m), row), g.k));
+            step.a_rows.push_back(a_in_place < 0 ? c.k.mul(c.k.add(c.k.mul(a_batch, g.m), row), g.k)
+                                                 : c.v.offset_in(g.a, a_in_place, Index{operand_dims(g.a, g.a_rank, out, g.rank, row, c.i64(0))}));
           }
         }
         c.k.matmul(std::move(step));
@@ -149,10 +149,10 @@ class Matmul {
   }
 
   /// RowsOfB: entry kk of the table is the offset of B's row kk from its row 0, in the buffer
-  /// B is read from in place (in_place_b); the same for every batch and column.
+  /// B is read from in place (window_in_place); the same for every batch and column.
   void rows_of_b() {
     const Gemm g = gemm();
-    const int base = in_place_b(c.graph, g.product);
+    const int base = window_in_place(c.graph, g.product, 1);
     const int num_results = static_cast<int>(c.graph.roots.size());
     const int table = c.v.buffer(temp_buffer_index(c.num_parameters, num_results, c.spec.temps[0]), DType::Int64);
     std::vector<Id> at(g.b_rank, c.i64(0));
@@ -172,6 +172,18 @@ class Matmul {
     }
     if (kind != TempBuffer::Kind::PackedA) internal_error("a matmul without its packed operand or row offsets");
     return -1;
+  }
+
+  /// The multi-index of operand `n` (rank `rank`) at (row, col) of the batch of output
+  /// index `out`: right-aligned, broadcast dims read 0.
+  std::vector<Id> operand_dims(int n, int rank, const std::vector<Id>& out, int out_rank, Id row, Id col) {
+    std::vector<Id> dims(rank, c.i64(0));
+    for (int d = 0; d < rank - 2; ++d) {
+      if (c.node(n).shape()[d] != 1) dims[d] = out[d + out_rank - rank];
+    }
+    dims[rank - 2] = row;
+    dims[rank - 1] = col;
+    return dims;
   }
 
   /// The linear batch index of operand `n` (rank `rank`) for output batch dims `out`:
