@@ -408,6 +408,12 @@ void add_view_cases(CaseTable& t) {
   t.add("conv2d", OpKind::Unfold, {{{2, 4, 5, 6}}, {{6, 2, 3, 2}}, {{6}}},
         [](const auto& x) { return conv2d(x[0], x[1], x[2], {1, 2}, 1, {2, 1}, 2); });
   t.add("conv1d", OpKind::Unfold, {{{2, 3, 7}}, {{2, 3, 3}}}, [](const auto& x) { return conv1d(x[0], x[1], Tensor(), 2, 1); });
+  // Stride 1: conv2d's own rule (the input's gradient a convolution with the turned weights).
+  t.add("conv2d_stride_1", OpKind::Unfold, {{{2, 4, 5, 6}}, {{6, 2, 3, 2}}, {{6}}},
+        [](const auto& x) { return conv2d(x[0], x[1], x[2], 1, {1, 0}, {2, 1}, 2); });
+  t.add("conv2d_stride_1_same", OpKind::Unfold, {{{1, 3, 4, 5}}, {{2, 3, 3, 3}}, {{2}}},
+        [](const auto& x) { return conv2d(x[0], x[1], x[2], 1, 1); });
+  t.add("conv1d_stride_1", OpKind::Unfold, {{{2, 3, 7}}, {{2, 3, 3}}}, [](const auto& x) { return conv1d(x[0], x[1], Tensor(), 1, 2); });
   t.add("max_pool2d", OpKind::Unfold, {{{2, 2, 5, 5}, Domain::spread()}},
         [](const auto& x) { return max_pool2d(x[0], 3, 2, 1); });
   t.add("avg_pool2d", OpKind::Unfold, {{{2, 2, 5, 4}}}, [](const auto& x) { return avg_pool2d(x[0], 2, 1, 1, false); });

@@ -134,6 +134,22 @@ TEST(ConvTest, GradientsMatchTheInterpreter) {
   }
 }
 
+// With stride 1 the input's gradient is itself a convolution (conv2d's own rule): no col2im
+// (unfold_transpose) and no product K times the input. A stride of 2 takes the nodes' rules.
+TEST(ConvTest, StrideOneInputGradientIsAConvolution) {
+  for (const int64_t stride : {1, 2}) {
+    Tensor x = ones({2, 3, 8, 8});
+    x.requires_grad_();
+    const Tensor w = ones({4, 3, 3, 3});
+    const Tensor dx = grad(sum(conv2d(x, w, Tensor(), stride, 1)), {x})[0];
+    const std::string ir = dump({dx}, DumpFormat::LazyIr);
+    EXPECT_EQ(ir.find("unfold_transpose") == std::string::npos, stride == 1) << ir;
+    // Each input element is covered by up to 9 windows of 4 output channels, all ones.
+    const std::vector<float> values = dx.to_vector<float>();
+    EXPECT_EQ(values[9], stride == 1 ? 36.0f : 16.0f);  // [0, 0, 1, 1]: a full 3x3 neighbourhood
+  }
+}
+
 TEST(ConvTest, Conv1dIsAConvolutionOverOneRow) {
   std::mt19937 rng(103);
   const std::vector<double> xs = random_values(rng, 2 * 3 * 11), ws = random_values(rng, 4 * 3 * 3);

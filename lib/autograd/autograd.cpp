@@ -18,6 +18,7 @@
 #include "ir/shape.h"
 #include "lazyjit/error.h"
 #include "lazyjit/ops.h"
+#include "runtime/custom_gradient.h"
 #include "runtime/runtime.h"
 #include "runtime/tensor_impl.h"
 
@@ -156,6 +157,18 @@ static std::vector<Tensor> differentiate(const char* op, const Tensor& output, c
       continue;
     }
 
+    if (const auto custom = runtime::custom_gradient(node.get())) {  // a composition's own rule
+      const std::vector<Tensor> parts = custom->rule(g);
+      for (size_t i = 0; i < custom->inputs.size() && i < parts.size(); ++i) {
+        const ir::NodePtr& input = custom->inputs[i];
+        if (!leads.contains(input.get()) || !parts[i].defined()) continue;
+        Tensor part = sum_to(parts[i], input->shape());
+        if (part.dtype() != input->dtype()) part = part.to(input->dtype());
+        Tensor& sum = cotangent[input.get()];
+        sum = sum.defined() ? sum + part : part;
+      }
+      continue;
+    }
     const std::vector<Tensor> parts = vjp(node, g);
     for (size_t i = 0; i < node->operands().size(); ++i) {
       const ir::NodePtr& operand = node->operands()[i];

@@ -9,6 +9,7 @@
 #include "ir/structured.h"
 #include "lazyjit/error.h"
 #include "lazyjit/ops.h"
+#include "runtime/custom_gradient.h"
 #include "runtime/traced_node.h"
 
 namespace lazyjit {
@@ -71,6 +72,36 @@ Tensor inside_input(std::string_view op, const Tensor& x, Size2 kernel, Size2 st
   return window_view(op, ones(x.shape(), x.dtype()), x.shape()[1], kernel, stride, padding, 1);
 }
 
+/// conv2d's own gradient rule when its stride is 1 and its padding at most the dilated
+/// window's reach (else its nodes' rules give the gradients). The input's gradient is then a
+/// convolution too, of g with the weights flipped and transposed per group, padded by
+/// d*(k-1) - p: the product reads g's window in place, where the nodes' rules would store a
+/// product K times the input and sum its windows (col2im). The weight's is the window times
+/// g^T (the window read in place, by rows), summed over the batch and the output rows; the
+/// bias's is g summed over all but the channels.
+void give_conv2d_gradient(const Tensor& result, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                          const Tensor& view, Size2 stride, Size2 padding, Size2 dilation, int64_t groups) {
+  const Tensor w = traced::pending(value_of(weight, "conv2d"));  // as traced: the rule runs later
+  const int64_t kh = w.shape()[2], kw = w.shape()[3];
+  const Size2 reach{dilation.h * (kh - 1) - padding.h, dilation.w * (kw - 1) - padding.w};
+  if (stride.h != 1 || stride.w != 1 || reach.h < 0 || reach.w < 0) return;
+  std::vector<ir::NodePtr> inputs = {value_of(x, "conv2d"), value_of(weight, "conv2d")};
+  if (bias.defined()) inputs.push_back(value_of(bias, "conv2d"));
+  runtime::set_custom_gradient(
+      result.impl()->ir_value(),
+      {std::move(inputs), [w, view, reach, dilation, groups, has_bias = bias.defined()](const Tensor& g) {
+         const int64_t out_channels = w.shape()[0], per_group = out_channels / groups, kh = w.shape()[2], kw = w.shape()[3];
+         const int64_t in_per_group = w.shape()[1];
+         const Tensor turned = reshape(permute(reshape(flip(w, {2, 3}), {groups, per_group, in_per_group, kh, kw}), {0, 2, 1, 3, 4}),
+                                       {groups * in_per_group, per_group, kh, kw});
+         const Tensor dx = conv2d(g, turned, Tensor(), 1, reach, dilation, groups);
+         const std::vector<int64_t> y = g.shape();
+         const Tensor rows = permute(reshape(g, {y[0], groups, per_group, y[2], y[3]}), {0, 3, 1, 4, 2});
+         const Tensor dw = sum(matmul(permute(view, {0, 3, 1, 2, 4}), rows), {0, 1});  // [groups, K, O/groups]
+         return std::vector<Tensor>{dx, reshape(permute(dw, {0, 2, 1}), w.shape()), has_bias ? sum(g, {0, 2, 3}) : Tensor()};
+       }});
+}
+
 }  // namespace
 
 Tensor unfold(const Tensor& x, Size2 kernel_size, Size2 dilation, Size2 padding, Size2 stride) {
@@ -115,7 +146,9 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 s
   // bias is its epilogue, and one pass puts the rows in NCHW order.
   Tensor out = matmul(reshape(weight, {groups, out_channels / groups, view.shape()[2]}), permute(view, {0, 3, 1, 2, 4}));
   if (bias.defined()) out = out + reshape(bias.to(out.dtype()), {groups, out_channels / groups, 1});
-  return reshape(permute(out, {0, 2, 3, 1, 4}), {x.shape()[0], out_channels, oh, ow});
+  const Tensor result = reshape(permute(out, {0, 2, 3, 1, 4}), {x.shape()[0], out_channels, oh, ow});
+  give_conv2d_gradient(result, x, weight, bias, view, stride, padding, dilation, groups);
+  return result;
 }
 
 Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride, int64_t padding,

@@ -1,0 +1,27 @@
+// Custom gradients: a composition may give its result a gradient rule of its own (conv2d's
+// input gradient as a convolution, where the rules of its nodes would give col2im of a
+// product K times the input). Autograd then maps the result's cotangent to the named inputs
+// with that rule, instead of through the nodes between them.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "ir/node.h"
+#include "lazyjit/tensor.h"
+
+namespace lazyjit::runtime {
+
+struct CustomGradient {
+  std::vector<ir::NodePtr> inputs;  ///< the nodes that receive cotangents, in rule order
+  /// The cotangents of `inputs` (undefined for one that gets none) for the result's
+  /// cotangent; traced with the public ops, like any rule.
+  std::function<std::vector<Tensor>(const Tensor& g)> rule;
+};
+
+/// Gives `result`'s node the rule; kept while that node lives.
+void set_custom_gradient(const ir::NodePtr& result, CustomGradient gradient);
+/// The rule given to `node`, or null.
+std::shared_ptr<const CustomGradient> custom_gradient(const ir::Node* node);
+
+}  // namespace lazyjit::runtime
