@@ -160,8 +160,8 @@ static std::vector<Tensor> differentiate(const char* op, const Tensor& output, c
     if (const auto custom = runtime::custom_gradient(node.get())) {  // a composition's own rule
       const std::vector<Tensor> parts = custom->rule(g);
       for (size_t i = 0; i < custom->inputs.size() && i < parts.size(); ++i) {
-        const ir::NodePtr& input = custom->inputs[i];
-        if (!leads.contains(input.get()) || !parts[i].defined()) continue;
+        const ir::NodePtr input = custom->inputs[i].lock();  // alive: the result reaches it
+        if (input == nullptr || !leads.contains(input.get()) || !parts[i].defined()) continue;
         Tensor part = sum_to(parts[i], input->shape());
         if (part.dtype() != input->dtype()) part = part.to(input->dtype());
         Tensor& sum = cotangent[input.get()];

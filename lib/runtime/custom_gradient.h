@@ -12,8 +12,11 @@
 
 namespace lazyjit::runtime {
 
+/// Nothing here keeps a node alive: the inputs (and any node the rule reads) are reachable
+/// from the result, so they live while it does. A kept node would keep its buffer, and a
+/// parameter's update could not take the buffer over at the step barrier.
 struct CustomGradient {
-  std::vector<ir::NodePtr> inputs;  ///< the nodes that receive cotangents, in rule order
+  std::vector<std::weak_ptr<const ir::Node>> inputs;  ///< the nodes that receive cotangents, in rule order
   /// The cotangents of `inputs` (undefined for one that gets none) for the result's
   /// cotangent; traced with the public ops, like any rule.
   std::function<std::vector<Tensor>(const Tensor& g)> rule;

@@ -81,15 +81,18 @@ Tensor inside_input(std::string_view op, const Tensor& x, Size2 kernel, Size2 st
 /// bias's is g summed over all but the channels.
 void give_conv2d_gradient(const Tensor& result, const Tensor& x, const Tensor& weight, const Tensor& bias,
                           const Tensor& view, Size2 stride, Size2 padding, Size2 dilation, int64_t groups) {
-  const Tensor w = traced::pending(value_of(weight, "conv2d"));  // as traced: the rule runs later
-  const int64_t kh = w.shape()[2], kw = w.shape()[3];
+  const int64_t kh = weight.shape()[2], kw = weight.shape()[3];
   const Size2 reach{dilation.h * (kh - 1) - padding.h, dilation.w * (kw - 1) - padding.w};
   if (stride.h != 1 || stride.w != 1 || reach.h < 0 || reach.w < 0) return;
-  std::vector<ir::NodePtr> inputs = {value_of(x, "conv2d"), value_of(weight, "conv2d")};
+  // The rule keeps neither tensors nor nodes (runtime/custom_gradient.h): a tensor it kept
+  // would be live, and each step barrier would materialise it (the window: im2col).
+  std::weak_ptr<const ir::Node> w_node = value_of(weight, "conv2d"), view_node = value_of(view, "conv2d");
+  std::vector<std::weak_ptr<const ir::Node>> inputs = {value_of(x, "conv2d"), w_node};
   if (bias.defined()) inputs.push_back(value_of(bias, "conv2d"));
   runtime::set_custom_gradient(
       result.impl()->ir_value(),
-      {std::move(inputs), [w, view, reach, dilation, groups, has_bias = bias.defined()](const Tensor& g) {
+      {std::move(inputs), [w_node, view_node, reach, dilation, groups, has_bias = bias.defined()](const Tensor& g) {
+         const Tensor w = traced::pending(w_node.lock()), view = traced::pending(view_node.lock());
          const int64_t out_channels = w.shape()[0], per_group = out_channels / groups, kh = w.shape()[2], kw = w.shape()[3];
          const int64_t in_per_group = w.shape()[1];
          const Tensor turned = reshape(permute(reshape(flip(w, {2, 3}), {groups, per_group, in_per_group, kh, kw}), {0, 2, 1, 3, 4}),
