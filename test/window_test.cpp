@@ -87,6 +87,10 @@ TEST(ConvTest, MatchesTheDefinitionForStridesPaddingDilationAndGroups) {
       // panel (a partial last panel), and K = 232 * 9 rows, more than a tile's panel holds.
       {{2, 3, 5, 40}, {7, 3, 3, 3}, 1, 1, {1, 2}},
       {{1, 232, 3, 35}, {3, 232, 3, 3}, {2, 1}, 1},
+      // Empty: no images, no output channels, no input channels (K = 0: the bias alone).
+      {{0, 3, 5, 5}, {4, 3, 3, 3}, 1, 1},
+      {{1, 3, 5, 5}, {0, 3, 3, 3}, 1, 1},
+      {{2, 0, 5, 6}, {3, 0, 3, 3}, 1, 1},
   };
   std::mt19937 rng(101);
   for (const ConvCase& k : cases) {
@@ -115,6 +119,7 @@ TEST(ConvTest, GradientsMatchTheInterpreter) {
       {{1, 5, 7, 9}, {7, 5, 3, 2}, 1, {1, 0}, {2, 1}},  // more output channels than MR rows
       {{2, 4, 9, 8}, {4, 2, 3, 3}, {2, 1}, 1, 1, 2},    // groups, stride along H only
       {{1, 2, 8, 8}, {3, 2, 3, 3}, 2, 1},              // stride 2: the window is packed
+      {{0, 3, 5, 5}, {4, 3, 3, 3}, 1, 1},              // no images: zero gradients
   };
   std::mt19937 rng(107);
   for (const ConvCase& k : cases) {
