@@ -761,6 +761,21 @@ TEST(AutogradPaths, TheSameInputTwice) {
   EXPECT_THAT(g[1].to_vector<double>(), ElementsAre(2.0, 4.0));
 }
 
+// The cotangents of disjoint slices of one tensor (q, k and v of a fused projection) meet as
+// one cat of the three, not as sums over each slice's zero padding; overlapping slices add.
+TEST(AutogradPaths, DisjointSlicesMeetAsOneCat) {
+  Tensor x = Tensor::from_vector<double>({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {2, 6});
+  x.requires_grad_();
+  const Tensor y = sum(slice(x, 1, 0, 2) * 2.0) + sum(slice(x, 1, 2, 3) * 3.0) + sum(slice(x, 1, 4, 6) * 4.0);
+  const Tensor dx = grad(y, {x})[0];
+  const std::string ir = dump({dx}, DumpFormat::LazyIr);
+  EXPECT_EQ(ir.find(" add "), std::string::npos) << ir;
+  EXPECT_EQ(dx.to_vector<double>(), (std::vector<double>{2, 2, 3, 0, 4, 4, 2, 2, 3, 0, 4, 4}));
+  // Overlapping: columns 1 and 2 are in both.
+  const Tensor overlap = grad(sum(slice(x, 1, 0, 3)) + sum(slice(x, 1, 1, 5) * 2.0), {x})[0];
+  EXPECT_EQ(overlap.to_vector<double>(), (std::vector<double>{1, 3, 3, 2, 2, 0, 1, 3, 3, 2, 2, 0}));
+}
+
 TEST(AutogradPaths, OutputIsTheInput) {
   Tensor s = Tensor::from_vector<double>({4}, {});
   std::vector<Tensor> g = grad(s, {s});

@@ -92,6 +92,70 @@ ir::OpKind breaking_op(const ir::Node* node, const absl::flat_hash_set<const ir:
   }
 }
 
+/// A cotangent as pieces along one dim: each the node that fills [offset, offset + size), or
+/// null for zeros (a splatted 0: the zero padding of a slice's cotangent).
+struct Piece {
+  int64_t size;
+  ir::NodePtr node;
+  int64_t from = 0;  // where the piece starts in `node` along the dim
+};
+
+bool is_zero(const ir::Node& node) {
+  return node.op() == ir::OpKind::Scalar && node.scalar().as_double(node.dtype()) == 0.0;
+}
+
+/// `t` as pieces along `dim` when it is a cat along it, else one piece.
+std::vector<Piece> pieces_of(const ir::NodePtr& t, int64_t dim) {
+  if (t->op() != ir::OpKind::Cat || t->attrs()[0] != dim) return {{t->shape()[dim], is_zero(*t) ? nullptr : t}};
+  std::vector<Piece> pieces;
+  for (const ir::NodePtr& part : t->operands()) pieces.push_back({part->shape()[dim], is_zero(*part) ? nullptr : part});
+  return pieces;
+}
+
+/// a + b, where both are cats along one dim whose nonzero pieces do not overlap (the
+/// cotangents of disjoint slices of one tensor: q, k and v of a fused projection): the cat
+/// of their nonzero pieces, instead of sums over zero padding that every later reader would
+/// recompute. Else a plain sum.
+Tensor add_cotangents(const Tensor& a, const Tensor& b) {
+  const ir::NodePtr x = a.impl()->ir_value(), y = b.impl()->ir_value();
+  const ir::Node* cat_node = x->op() == ir::OpKind::Cat ? x.get() : y->op() == ir::OpKind::Cat ? y.get() : nullptr;
+  if (cat_node == nullptr || x->shape() != y->shape() || x->dtype() != y->dtype()) return a + b;
+  const int64_t dim = cat_node->attrs()[0];
+  const std::vector<Piece> left = pieces_of(x, dim), right = pieces_of(y, dim);
+  std::vector<Piece> merged;
+  size_t i = 0, j = 0;
+  int64_t at_left = 0, at_right = 0;  // offsets into left[i] and right[j]
+  while (i < left.size() && j < right.size()) {
+    const int64_t size = std::min(left[i].size - at_left, right[j].size - at_right);
+    const Piece& l = left[i];
+    const Piece& r = right[j];
+    if (l.node != nullptr && r.node != nullptr && size > 0) return a + b;  // they overlap
+    const Piece& kept = l.node != nullptr ? l : r;
+    const int64_t from = (l.node != nullptr ? at_left : at_right) + kept.from;
+    if (size > 0) {
+      if (kept.node == nullptr && !merged.empty() && merged.back().node == nullptr) merged.back().size += size;
+      else merged.push_back({size, kept.node, from});
+    }
+    at_left += size;
+    at_right += size;
+    if (at_left == l.size) ++i, at_left = 0;
+    if (at_right == r.size) ++j, at_right = 0;
+  }
+  std::vector<Tensor> parts;
+  for (const Piece& piece : merged) {
+    std::vector<int64_t> shape = a.shape();
+    shape[dim] = piece.size;
+    if (piece.node == nullptr) {
+      parts.push_back(zeros(shape, a.dtype()));
+      continue;
+    }
+    const Tensor whole = detail::make_pending(piece.node);
+    parts.push_back(piece.from == 0 && piece.size == piece.node->shape()[dim] ? whole
+                                                                                : slice(whole, dim, piece.from, piece.from + piece.size));
+  }
+  return parts.size() == 1 ? parts[0] : cat(parts, dim);
+}
+
 }  // namespace
 
 /// The gradients of `output` (seeded with `seed`) with respect to `inputs`; an input the
@@ -165,7 +229,7 @@ static std::vector<Tensor> differentiate(const char* op, const Tensor& output, c
         Tensor part = sum_to(parts[i], input->shape());
         if (part.dtype() != input->dtype()) part = part.to(input->dtype());
         Tensor& sum = cotangent[input.get()];
-        sum = sum.defined() ? sum + part : part;
+        sum = sum.defined() ? add_cotangents(sum, part) : part;
       }
       continue;
     }
@@ -180,7 +244,7 @@ static std::vector<Tensor> differentiate(const char* op, const Tensor& output, c
       Tensor part = sum_to(parts[i], operand->shape());
       if (part.dtype() != operand->dtype()) part = part.to(operand->dtype());
       Tensor& sum = cotangent[operand.get()];
-      sum = sum.defined() ? sum + part : part;
+      sum = sum.defined() ? add_cotangents(sum, part) : part;
     }
   }
 

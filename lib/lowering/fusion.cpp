@@ -400,10 +400,12 @@ std::vector<bool> chain_cuts(const ir::Graph& graph) {
       stream[i] = stream[i] == -1 ? s : -2;
     }
     depth[i] = deepest + 1;
-    // A value that merges several streams (a residual stream: x + attention + MLP) and that
-    // several ops read is stored once: recomputed, every later kernel would recompute the
-    // whole sum, and the kernels of equal transformer blocks would differ by their depth.
-    const bool merges = kind == AccessPattern::Elementwise && stream[i] == -2 && users[i] >= 2;
+    // A value that merges several streams (a residual stream: x + attention + MLP; the cat
+    // of q's, k's and v's gradients) and that several ops read is stored once: recomputed,
+    // every later kernel would recompute the whole sum, and the kernels of equal transformer
+    // blocks would differ by their depth.
+    const bool merges = (kind == AccessPattern::Elementwise || graph.nodes[i]->op() == OpKind::Cat) && stream[i] == -2 &&
+                        users[i] >= 2;
     if (depth[i] >= kMaxFusedDepth || merges) {
       cuts[i] = true;
       depth[i] = 0;  // read back from memory by its users
