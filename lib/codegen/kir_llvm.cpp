@@ -305,85 +305,108 @@ class Emitter {
   /// (the micro-kernels of a tile share b_base) when K fits the panel, else a block of
   /// kPanelRows rows at a time.
   void matmul(const kir::MicroKernel& m) {
+    const Tile t = tile_of(m);
+    if (accumulators_.empty()) {
+      for (int64_t i = 0; i < 2 * t.tiling.mr; ++i) accumulators_.push_back(hoist_.CreateAlloca(t.vector));
+    }
+    for (llvm::AllocaInst* a : accumulators_) b_.CreateStore(llvm::Constant::getNullValue(t.vector), a);
+    std::vector<Value*> a_rows;
+    for (Id r : m.a_rows) a_rows.push_back(value(r));
+    if (m.b_rows < 0) {
+      Value* b_base = value(m.b_base);
+      counted_loop(i64(0), value(m.k), "kk", [&](Value* kk) {
+        multiply(m, t, a_rows, kk, body_->getArg(m.b), b_.CreateAdd(b_base, b_.CreateMul(kk, i64(t.tiling.nr))));
+      });
+    } else {
+      multiply_in_place(m, t, a_rows);
+    }
+    for (int64_t i = 0; i < 2 * t.tiling.mr; ++i) {
+      Value* p = b_.CreateConstInBoundsGEP1_64(t.scalar, locals_[m.tile], i * t.lanes);
+      b_.CreateAlignedStore(b_.CreateLoad(t.vector, accumulators_[i]), p, llvm::Align(64));
+    }
+  }
+
+  /// A micro-kernel's types: its tiling, element, and half-row vector (NR / 2 lanes).
+  struct Tile {
+    DType dtype;
+    MatmulTiling tiling;
+    llvm::Type* scalar;
+    int64_t lanes;
+    llvm::FixedVectorType* vector;
+  };
+  Tile tile_of(const kir::MicroKernel& m) {
     const DType dtype = k_.buffers[m.b].dtype;
     const MatmulTiling tiling = matmul_tiling(dtype_size(dtype));
     llvm::Type* scalar = value_type(ctx_, dtype);
-    const int64_t lanes = tiling.nr / 2;
-    auto* vector = llvm::FixedVectorType::get(scalar, static_cast<unsigned>(lanes));
-    const bool floating = is_floating(dtype);
-    if (accumulators_.empty()) {
-      for (int64_t i = 0; i < 2 * tiling.mr; ++i) accumulators_.push_back(hoist_.CreateAlloca(vector));
+    return {dtype, tiling, scalar, tiling.nr / 2, llvm::FixedVectorType::get(scalar, static_cast<unsigned>(tiling.nr / 2))};
+  }
+
+  /// One step of K: row kk of B (two aligned vectors at b_row of b_buffer) times the MR
+  /// elements of A's column kk, into the accumulators.
+  void multiply(const kir::MicroKernel& m, const Tile& t, const std::vector<Value*>& a_rows, Value* kk, Value* b_buffer,
+                Value* b_row) {
+    Value* bv[2];
+    for (int half = 0; half < 2; ++half) {
+      Value* p = b_.CreateInBoundsGEP(t.scalar, b_buffer, b_.CreateAdd(b_row, i64(half * t.lanes)));
+      bv[half] = b_.CreateAlignedLoad(t.vector, p, llvm::Align(64));
     }
-    for (llvm::AllocaInst* a : accumulators_) b_.CreateStore(llvm::Constant::getNullValue(vector), a);
+    Value* a_row = m.packed_a ? b_.CreateAdd(a_rows[0], b_.CreateMul(kk, i64(t.tiling.mr))) : nullptr;
+    for (int64_t r = 0; r < t.tiling.mr; ++r) {
+      Value* at = m.packed_a ? b_.CreateAdd(a_row, i64(r)) : b_.CreateAdd(a_rows[r], kk);
+      Value* a = b_.CreateLoad(t.scalar, b_.CreateInBoundsGEP(t.scalar, body_->getArg(m.a), at));
+      Value* splat = b_.CreateVectorSplat(static_cast<unsigned>(t.lanes), a);
+      for (int half = 0; half < 2; ++half) {
+        llvm::AllocaInst* slot = accumulators_[r * 2 + half];
+        Value* sum = b_.CreateLoad(t.vector, slot);
+        sum = is_floating(t.dtype) ? b_.CreateIntrinsic(llvm::Intrinsic::fma, {t.vector}, {splat, bv[half], sum})
+                                   : b_.CreateAdd(b_.CreateMul(splat, bv[half]), sum);
+        b_.CreateStore(sum, slot);
+      }
+    }
+  }
+
+  /// All of K for a B read in place: its rows copied into the panel (once per tile when K
+  /// fits, else a block at a time), each row's first `cols` columns under a mask (no read
+  /// past them) and zeros after, then multiplied from there.
+  void multiply_in_place(const kir::MicroKernel& m, const Tile& t, const std::vector<Value*>& a_rows) {
+    if (panel_ == nullptr) {
+      panel_ = hoist_.CreateAlloca(t.scalar, i64(kPanelRows * t.tiling.nr));
+      panel_->setAlignment(llvm::Align(64));
+      panel_of_ = hoist_.CreateAlloca(b_.getInt64Ty());
+      hoist_.CreateStore(i64(-1), panel_of_);  // the b_base whose rows the panel holds
+    }
+    Value* mask[2];
+    Value* cols = b_.CreateVectorSplat(static_cast<unsigned>(t.lanes), value(m.cols));
+    for (int half = 0; half < 2; ++half) {
+      std::vector<llvm::Constant*> lane;
+      for (int64_t j = 0; j < t.lanes; ++j) lane.push_back(b_.getInt64(half * t.lanes + j));
+      mask[half] = b_.CreateICmpSLT(llvm::ConstantVector::get(lane), cols);
+    }
     Value* b_base = value(m.b_base);
-    std::vector<Value*> a_rows;
-    for (Id r : m.a_rows) a_rows.push_back(value(r));
-    // One step of K: row kk of B (two vectors) times MR elements of A's column kk.
-    auto multiply = [&](Value* kk, llvm::Value* b_buffer, Value* b_row) {
-      Value* bv[2];
-      for (int half = 0; half < 2; ++half) {
-        Value* p = b_.CreateInBoundsGEP(scalar, b_buffer, b_.CreateAdd(b_row, i64(half * lanes)));
-        bv[half] = b_.CreateAlignedLoad(vector, p, llvm::Align(64));
-      }
-      Value* a_row = m.packed_a ? b_.CreateAdd(a_rows[0], b_.CreateMul(kk, i64(tiling.mr))) : nullptr;
-      for (int64_t r = 0; r < tiling.mr; ++r) {
-        Value* at = m.packed_a ? b_.CreateAdd(a_row, i64(r)) : b_.CreateAdd(a_rows[r], kk);
-        Value* a = b_.CreateLoad(scalar, b_.CreateInBoundsGEP(scalar, body_->getArg(m.a), at));
-        Value* splat = b_.CreateVectorSplat(static_cast<unsigned>(lanes), a);
+    Value* k = value(m.k);
+    Value* blocks = b_.CreateSDiv(b_.CreateAdd(k, i64(kPanelRows - 1)), i64(kPanelRows));
+    Value* whole = b_.CreateICmpSLE(blocks, i64(1));
+    Value* fresh = b_.CreateOr(b_.CreateNot(whole), b_.CreateICmpNE(b_.CreateLoad(b_.getInt64Ty(), panel_of_), b_base));
+    b_.CreateStore(b_.CreateSelect(whole, b_base, i64(-1)), panel_of_);
+    counted_loop(i64(0), blocks, "kb", [&](Value* block) {
+      Value* first = b_.CreateMul(block, i64(kPanelRows));
+      Value* rest = b_.CreateSub(k, first);
+      Value* rows = b_.CreateSelect(b_.CreateICmpSLT(rest, i64(kPanelRows)), rest, i64(kPanelRows));
+      counted_loop(i64(0), b_.CreateSelect(fresh, rows, i64(0)), "copy", [&](Value* i) {
+        Value* offset = b_.CreateLoad(b_.getInt64Ty(), b_.CreateInBoundsGEP(b_.getInt64Ty(), body_->getArg(m.b_rows), b_.CreateAdd(first, i)));
+        Value* row = b_.CreateAdd(b_base, offset);
         for (int half = 0; half < 2; ++half) {
-          llvm::AllocaInst* slot = accumulators_[r * 2 + half];
-          Value* sum = b_.CreateLoad(vector, slot);
-          sum = floating ? b_.CreateIntrinsic(llvm::Intrinsic::fma, {vector}, {splat, bv[half], sum})
-                         : b_.CreateAdd(b_.CreateMul(splat, bv[half]), sum);
-          b_.CreateStore(sum, slot);
+          Value* from = b_.CreateInBoundsGEP(t.scalar, body_->getArg(m.b), b_.CreateAdd(row, i64(half * t.lanes)));
+          Value* v = b_.CreateMaskedLoad(t.vector, from, llvm::Align(dtype_size(t.dtype)), mask[half],
+                                         llvm::Constant::getNullValue(t.vector));
+          Value* to = b_.CreateInBoundsGEP(t.scalar, panel_, b_.CreateAdd(b_.CreateMul(i, i64(t.tiling.nr)), i64(half * t.lanes)));
+          b_.CreateAlignedStore(v, to, llvm::Align(64));
         }
-      }
-    };
-    if (m.b_rows < 0) {
-      counted_loop(i64(0), value(m.k), "kk", [&](Value* kk) {
-        multiply(kk, body_->getArg(m.b), b_.CreateAdd(b_base, b_.CreateMul(kk, i64(tiling.nr))));
       });
-    } else {
-      if (panel_ == nullptr) {
-        panel_ = hoist_.CreateAlloca(scalar, i64(kPanelRows * tiling.nr));
-        panel_->setAlignment(llvm::Align(64));
-        panel_of_ = hoist_.CreateAlloca(b_.getInt64Ty());
-        hoist_.CreateStore(i64(-1), panel_of_);  // the b_base whose rows the panel holds
-      }
-      // Each row's first `cols` columns, under a mask (no read past them), zeros after.
-      Value* mask[2];
-      Value* cols = b_.CreateVectorSplat(static_cast<unsigned>(lanes), value(m.cols));
-      for (int half = 0; half < 2; ++half) {
-        std::vector<llvm::Constant*> lane;
-        for (int64_t j = 0; j < lanes; ++j) lane.push_back(b_.getInt64(half * lanes + j));
-        mask[half] = b_.CreateICmpSLT(llvm::ConstantVector::get(lane), cols);
-      }
-      Value* k = value(m.k);
-      Value* blocks = b_.CreateSDiv(b_.CreateAdd(k, i64(kPanelRows - 1)), i64(kPanelRows));
-      Value* whole = b_.CreateICmpSLE(blocks, i64(1));  // the panel holds all of K: copied once per tile
-      Value* fresh = b_.CreateOr(b_.CreateNot(whole), b_.CreateICmpNE(b_.CreateLoad(b_.getInt64Ty(), panel_of_), b_base));
-      b_.CreateStore(b_.CreateSelect(whole, b_base, i64(-1)), panel_of_);
-      counted_loop(i64(0), blocks, "kb", [&](Value* block) {
-        Value* first = b_.CreateMul(block, i64(kPanelRows));
-        Value* rest = b_.CreateSub(k, first);
-        Value* rows = b_.CreateSelect(b_.CreateICmpSLT(rest, i64(kPanelRows)), rest, i64(kPanelRows));
-        counted_loop(i64(0), b_.CreateSelect(fresh, rows, i64(0)), "copy", [&](Value* i) {
-          Value* offset = b_.CreateLoad(b_.getInt64Ty(), b_.CreateInBoundsGEP(b_.getInt64Ty(), body_->getArg(m.b_rows), b_.CreateAdd(first, i)));
-          Value* row = b_.CreateAdd(b_base, offset);
-          for (int half = 0; half < 2; ++half) {
-            Value* from = b_.CreateInBoundsGEP(scalar, body_->getArg(m.b), b_.CreateAdd(row, i64(half * lanes)));
-            Value* v = b_.CreateMaskedLoad(vector, from, llvm::Align(dtype_size(dtype)), mask[half], llvm::Constant::getNullValue(vector));
-            Value* to = b_.CreateInBoundsGEP(scalar, panel_, b_.CreateAdd(b_.CreateMul(i, i64(tiling.nr)), i64(half * lanes)));
-            b_.CreateAlignedStore(v, to, llvm::Align(64));
-          }
-        });
-        counted_loop(i64(0), rows, "kk", [&](Value* i) { multiply(b_.CreateAdd(first, i), panel_, b_.CreateMul(i, i64(tiling.nr))); });
+      counted_loop(i64(0), rows, "kk", [&](Value* i) {
+        multiply(m, t, a_rows, b_.CreateAdd(first, i), panel_, b_.CreateMul(i, i64(t.tiling.nr)));
       });
-    }
-    for (int64_t i = 0; i < 2 * tiling.mr; ++i) {
-      Value* p = b_.CreateConstInBoundsGEP1_64(scalar, locals_[m.tile], i * lanes);
-      b_.CreateAlignedStore(b_.CreateLoad(vector, accumulators_[i]), p, llvm::Align(64));
-    }
+    });
   }
 
   const kir::Kernel& k_;
