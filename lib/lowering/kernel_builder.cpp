@@ -88,18 +88,48 @@ class Elementwise {
   void elementwise() {
     std::vector<std::pair<int, int>> cut;
     if (c.spec.cut >= 0) cut.emplace_back(c.spec.cut, c.plan.buffer_of[c.spec.cut]);
-    if (c.spec.results.size() == 1 && cut.empty()) {
-      // A lone result that reshapes a value holds that value's elements in the same order:
-      // they are iterated in its shape, where the views below it read them without dividing
-      // the linear index per element.
-      const int r = c.spec.results[0];
-      const int stored = stored_value(c.graph, c.graph.roots[r]);
+    if (c.spec.results.size() + cut.size() == 1) {
+      // A lone value stored: a cut, or a result that reshapes a value (it holds that value's
+      // elements in the same order). It is iterated in its own shape, where the views below
+      // it read elements without dividing the linear index per element.
+      const int r = cut.empty() ? c.spec.results[0] : -1;
+      const int stored = cut.empty() ? stored_value(c.graph, c.graph.roots[r]) : c.spec.cut;
+      const int out = cut.empty() ? c.output_buffer(r) : cut[0].second;
+      const bool computes = stored == c.spec.cut || c.plan.buffer_of[stored] < 0;  // else read back
+      if (computes && by_parts(stored, out)) return;
       c.for_elements(stored, [&](const Index& index) {
-        c.k.store(c.v.buffer(c.output_buffer(r), c.v.dtype(stored)), index.linear, c.v.at(stored, index));
+        const Id value = c.v.at(stored, index);
+        c.k.store(c.v.buffer(out, c.v.dtype(stored)), index.linear, value);
       });
       return;
     }
     c.for_elements(c.spec.domain, [&](const Index& index) { c.store_results(c.spec.results, index.linear, index, false, cut); });
+  }
+
+  /// A cat along its innermost dim that this kernel computes, stored into graph buffer `out`
+  /// part by part: each run's positions of one part are a loop of their own that evaluates
+  /// that part alone (the cat's select evaluates every part at every element). False for any
+  /// other node.
+  bool by_parts(int node, int out) {
+    const ir::Node& n = c.node(node);
+    const int rank = n.rank();
+    if (n.op() != OpKind::Cat || n.attrs()[0] != rank - 1) return false;
+    c.for_runs(c.v.dim(node, rank - 1), [&](Id run, Id base, Id j0, Id j1) {
+      std::vector<Id> dims(rank, c.i64(0));
+      if (rank > 1) c.v.unravel_into(node, run, 0, rank - 1, dims);
+      Id start = c.i64(0);
+      for (int part : c.graph.operands[node]) {
+        const Id end = c.k.add(start, c.v.dim(part, rank - 1));
+        c.k.loop(c.k.max(j0, start), c.k.min(j1, end), [&](Id j) {
+          std::vector<Id> at = dims;
+          at[rank - 1] = c.k.sub(j, start);
+          const Id value = c.v.at(part, Index{std::move(at)});
+          c.k.store(c.v.buffer(out, n.dtype()), c.k.add(base, j), value);
+        });
+        start = end;
+      }
+    });
+    return true;
   }
 
   /// A kernel of leaves and elementwise ops alone: adjacent dims that every indexed leaf
