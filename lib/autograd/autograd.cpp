@@ -150,8 +150,8 @@ Tensor add_cotangents(const Tensor& a, const Tensor& b) {
       continue;
     }
     const Tensor whole = detail::make_pending(piece.node);
-    parts.push_back(piece.from == 0 && piece.size == piece.node->shape()[dim] ? whole
-                                                                                : slice(whole, dim, piece.from, piece.from + piece.size));
+    const bool all = piece.from == 0 && piece.size == piece.node->shape()[dim];
+    parts.push_back(all ? whole : slice(whole, dim, piece.from, piece.from + piece.size));
   }
   return parts.size() == 1 ? parts[0] : cat(parts, dim);
 }

@@ -393,7 +393,8 @@ class Emitter {
       Value* rest = b_.CreateSub(k, first);
       Value* rows = b_.CreateSelect(b_.CreateICmpSLT(rest, i64(kPanelRows)), rest, i64(kPanelRows));
       counted_loop(i64(0), b_.CreateSelect(fresh, rows, i64(0)), "copy", [&](Value* i) {
-        Value* offset = b_.CreateLoad(b_.getInt64Ty(), b_.CreateInBoundsGEP(b_.getInt64Ty(), body_->getArg(m.b_rows), b_.CreateAdd(first, i)));
+        Value* at = b_.CreateInBoundsGEP(b_.getInt64Ty(), body_->getArg(m.b_rows), b_.CreateAdd(first, i));
+        Value* offset = b_.CreateLoad(b_.getInt64Ty(), at);
         Value* row = b_.CreateAdd(b_base, offset);
         for (int half = 0; half < 2; ++half) {
           Value* from = b_.CreateInBoundsGEP(t.scalar, body_->getArg(m.b), b_.CreateAdd(row, i64(half * t.lanes)));

@@ -277,7 +277,8 @@ class Planner {
     if (spec.kind == KernelKind::Matmul) {  // operands in a parameter's buffer are read in place, whole rows
       std::erase(spec.direct_reads, graph_.parameter_slot[graph_.operands[spec.domain][0]]);
       for (int side : {0, 1}) {
-        if (const int base = window_in_place(graph_, spec.domain, side); base >= 0) std::erase(spec.direct_reads, graph_.parameter_slot[base]);
+        const int base = window_in_place(graph_, spec.domain, side);
+        if (base >= 0) std::erase(spec.direct_reads, graph_.parameter_slot[base]);
       }
     }
   }

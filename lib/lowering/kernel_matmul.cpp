@@ -92,12 +92,9 @@ class Matmul {
                                                       : c.plan.buffer_of[g.a],
                                     dtype);
     const int b_in_place = window_in_place(c.graph, g.product, 1);
-    const int b = c.v.buffer(b_in_place >= 0 ? c.plan.buffer_of[b_in_place]
-                                             : temp_buffer_index(c.num_parameters, num_results, packed_temp(TempBuffer::Kind::PackedB)),
-                             dtype);
-    const int b_rows = b_in_place < 0 ? -1
-                                      : c.v.buffer(temp_buffer_index(c.num_parameters, num_results, packed_temp(TempBuffer::Kind::RowsOfB)),
-                                                   DType::Int64);
+    auto temp = [&](TempBuffer::Kind kind) { return temp_buffer_index(c.num_parameters, num_results, packed_temp(kind)); };
+    const int b = c.v.buffer(b_in_place >= 0 ? c.plan.buffer_of[b_in_place] : temp(TempBuffer::Kind::PackedB), dtype);
+    const int b_rows = b_in_place < 0 ? -1 : c.v.buffer(temp(TempBuffer::Kind::RowsOfB), DType::Int64);
     const int tile = c.k.new_local(dtype, g.tile.mr * g.tile.nr);
     const Id col_panels = c.k.ceil_div(g.n, c.i64(g.tile.nr));
     // Rows per tile: MB, or all of a short A (up to 2 MB rows): B's panel, which a tile reads
@@ -137,7 +134,7 @@ class Matmul {
           for (int64_t r = 0; r < g.tile.mr; ++r) {
             const Id row = c.k.min(c.k.add(first_row, c.i64(r)), c.k.sub(g.m, c.i64(1)));
             step.a_rows.push_back(a_in_place < 0 ? c.k.mul(c.k.add(c.k.mul(a_batch, g.m), row), g.k)
-                                                 : c.v.offset_in(g.a, a_in_place, Index{operand_dims(g.a, g.a_rank, out, g.rank, row, c.i64(0))}));
+                                                 : a_row_in_place(g, a_in_place, out, row));
           }
         }
         c.k.matmul(std::move(step));
@@ -172,6 +169,11 @@ class Matmul {
     }
     if (kind != TempBuffer::Kind::PackedA) internal_error("a matmul without its packed operand or row offsets");
     return -1;
+  }
+
+  /// Where row `row` of A, a window read in place over `base`, starts in base's buffer.
+  Id a_row_in_place(const Gemm& g, int base, const std::vector<Id>& out, Id row) {
+    return c.v.offset_in(g.a, base, Index{operand_dims(g.a, g.a_rank, out, g.rank, row, c.i64(0))});
   }
 
   /// The multi-index of operand `n` (rank `rank`) at (row, col) of the batch of output

@@ -1,6 +1,7 @@
 // The custom gradient rules, by result node.
 #include "runtime/custom_gradient.h"
 
+#include <algorithm>
 #include <mutex>
 
 #include "absl/container/flat_hash_map.h"

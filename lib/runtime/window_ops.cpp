@@ -95,8 +95,8 @@ void give_conv2d_gradient(const Tensor& result, const Tensor& x, const Tensor& w
          const Tensor w = traced::pending(w_node.lock()), view = traced::pending(view_node.lock());
          const int64_t out_channels = w.shape()[0], per_group = out_channels / groups, kh = w.shape()[2], kw = w.shape()[3];
          const int64_t in_per_group = w.shape()[1];
-         const Tensor turned = reshape(permute(reshape(flip(w, {2, 3}), {groups, per_group, in_per_group, kh, kw}), {0, 2, 1, 3, 4}),
-                                       {groups * in_per_group, per_group, kh, kw});
+         const Tensor by_group = reshape(flip(w, {2, 3}), {groups, per_group, in_per_group, kh, kw});
+         const Tensor turned = reshape(permute(by_group, {0, 2, 1, 3, 4}), {groups * in_per_group, per_group, kh, kw});
          const Tensor dx = conv2d(g, turned, Tensor(), 1, reach, dilation, groups);
          const std::vector<int64_t> y = g.shape();
          const Tensor rows = permute(reshape(g, {y[0], groups, per_group, y[2], y[3]}), {0, 3, 1, 4, 2});
