@@ -199,6 +199,7 @@ static std::vector<Tensor> differentiate(const char* op, const Tensor& output, c
     }
   }
 
+  const runtime::CustomGradients custom_rules = runtime::custom_gradients();
   absl::flat_hash_map<const ir::Node*, Tensor> cotangent;
   if (leads.contains(root.get())) cotangent[root.get()] = seed;
   std::set<ir::OpKind> blocked;  // ops that stopped a gradient on its way to an input
@@ -221,10 +222,11 @@ static std::vector<Tensor> differentiate(const char* op, const Tensor& output, c
       continue;
     }
 
-    if (const auto custom = runtime::custom_gradient(node.get())) {  // a composition's own rule
-      const std::vector<Tensor> parts = custom->rule(g);
-      for (size_t i = 0; i < custom->inputs.size() && i < parts.size(); ++i) {
-        const ir::NodePtr input = custom->inputs[i].lock();  // alive: the result reaches it
+    if (const auto custom = custom_rules.find(node.get()); custom != custom_rules.end()) {  // a composition's own rule
+      const runtime::CustomGradient& rule = *custom->second;
+      const std::vector<Tensor> parts = rule.rule(g);
+      for (size_t i = 0; i < rule.inputs.size() && i < parts.size(); ++i) {
+        const ir::NodePtr input = rule.inputs[i].lock();  // alive: the result reaches it
         if (input == nullptr || !leads.contains(input.get()) || !parts[i].defined()) continue;
         Tensor part = sum_to(parts[i], input->shape());
         if (part.dtype() != input->dtype()) part = part.to(input->dtype());

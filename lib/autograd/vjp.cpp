@@ -59,29 +59,15 @@ bool is_transposed_view(const Tensor& t) {
 
 Tensor mT(const Tensor& t) { return transpose(t, -1, -2); }
 
-/// Whether t's rows run along a sliding window's unit-stride positions: under permutes, its
-/// last dim is the column dim of an unpadded unfold with stride 1 along W (a convolution's
-/// im2col view). A product reads such a left operand in place (lowering's window_in_place),
-/// where its transpose would be packed element by element at the window's stride.
-bool is_window_by_rows(const Tensor& t) {
-  const ir::Node* node = t.impl()->ir_value().get();
-  int64_t column = node->rank() - 1;
-  while (node->op() == ir::OpKind::Permute) {
-    column = node->attrs()[column];
-    node = node->operands()[0].get();
-  }
-  if (node->op() != ir::OpKind::Unfold) return false;
-  const ir::Window w = ir::Window::of(node->attrs());
-  return column == 4 && w.sw == 1 && w.ph == 0 && w.pw == 0;
-}
-
 /// The cotangents of matmul's operands, g @ b^T and a^T @ g. When an operand is itself a
 /// transposed view (x @ w.T in a linear layer), its cotangent is written transposed, (w^T)'s
 /// as (g^T @ a)^T: the view's own rule then cancels the transpose and the product is stored
 /// in the layout of w, which its update reads. A convolution's weight gradient, g @ window^T,
 /// is likewise (window @ g^T)^T, so that the window is read in place.
 Tensor matmul_left(const Tensor& g, const Tensor& a, const Tensor& b) {
-  if (!is_transposed_view(a) && !is_window_by_rows(b)) return matmul(g, mT(b));
+  // b a window read by rows (a convolution's weight gradient): its transpose would be packed
+  // element by element at the window's stride, where b itself is read in place.
+  if (!is_transposed_view(a) && ir::window_rows_base(*b.impl()->ir_value()) == nullptr) return matmul(g, mT(b));
   // Transposed: summed over a's broadcast batch dims first, so that the sum reads the product
   // in its own order (a fold over the transpose would read it at a stride).
   std::vector<int64_t> shape = a.shape();

@@ -440,20 +440,39 @@ absl::StatusOr<std::pair<DType, Shape>> structured_result(OpKind op, std::span<c
 }
 
 bool unit_dims_only(const Shape& from, const Shape& to) {
-  auto sizes = [](const Shape& shape) {
-    std::vector<int64_t> kept;
-    for (int64_t size : shape) {
-      if (size != 1) kept.push_back(size);
+  size_t i = 0, j = 0;
+  for (;;) {
+    while (i < from.size() && from[i] == 1) ++i;
+    while (j < to.size() && to[j] == 1) ++j;
+    if (i == from.size() || j == to.size()) return i == from.size() && j == to.size();
+    if (from[i++] != to[j++]) return false;
+  }
+}
+
+const Node* window_rows_base(const Node& operand) {
+  const Node* node = &operand;
+  int64_t column = node->rank() - 1;  // the dim of `node` that holds the operand's last dim
+  bool window = false;
+  for (;; node = node->operands()[0].get()) {
+    if (node->op() == OpKind::Permute) {
+      column = node->attrs()[column];
+    } else if (node->op() == OpKind::Unfold) {
+      const Window w = Window::of(node->attrs());
+      if (w.ph != 0 || w.pw != 0 || column != 4 || w.sw != 1) return nullptr;
+      column = 3;  // [n, g, (c, i, j), oh, ow] reads [n, c, oh*sh + i*dh, ow + j*dw]
+      window = true;
+    } else {
+      break;
     }
-    return kept;
-  };
-  return sizes(from) == sizes(to);
+  }
+  return window && column == node->rank() - 1 ? node : nullptr;
 }
 
 absl::StatusOr<NodePtr> make_structured(OpKind op, Node::Operands operands, Node::Attrs attrs, const Shape* given) {
   auto result = structured_result(op, operands, attrs, given);
   if (!result.ok()) return result.status();
   auto& [dtype, shape] = *result;
+  if (op == OpKind::Reshape && attrs.empty() && unit_dims_only(operands[0]->shape(), shape)) attrs.push_back(1);
   return std::make_shared<Node>(op, dtype, std::move(shape), std::move(operands), std::move(attrs));
 }
 

@@ -18,8 +18,8 @@ absl::StatusOr<std::pair<DType, Shape>> structured_result(OpKind op, std::span<c
                                                            const Node::Attrs& attrs, const Shape* given);
 
 /// Whether reshaping `from` to `to` only inserts or removes dims of size 1: their other
-/// sizes are one sequence. Such a reshape carries attrs {1} (in the graph key), and a kernel
-/// then maps its index dim by dim instead of through the linear index.
+/// sizes are one sequence. make_structured marks such a reshape with attrs {1} (in the graph
+/// key), and a kernel then maps its index dim by dim instead of through the linear index.
 bool unit_dims_only(const Shape& from, const Shape& to);
 
 /// A node of a non-elementwise op, checked by structured_result. Operands are not promoted:
@@ -66,6 +66,14 @@ struct Window {
     return span < 0 ? -1 : span / s + 1;
   }
 };
+
+/// The node whose buffer a matrix operand reads row by row through a sliding window: under
+/// permutes, an unpadded unfold with stride 1 along W whose column dim (ow) is the operand's
+/// last dim, and below it (through more permutes) a node whose last dim that is. A row of
+/// the operand is then a unit-stride run of that node's buffer. Null for any other operand.
+/// Lowering reads such an operand in place (window_in_place); autograd orients a product's
+/// gradient so that the window is such an operand.
+const Node* window_rows_base(const Node& operand);
 
 /// The name a user knows `op` by: a scatter's public function (scatter_add, index_copy, ...).
 std::string_view user_op_name(OpKind op, const Node::Attrs& attrs);

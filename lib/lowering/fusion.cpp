@@ -26,12 +26,10 @@ std::vector<int> folded_dims(const ir::Node& node) {
   return std::vector<int>(node.attrs().begin(), node.attrs().end());
 }
 
-/// Whether matmul `product` packs its left operand (a PackA kernel). An operand already in
-/// memory (a parameter, a boundary, a cut) is read in place by the Matmul kernel instead:
-/// rows of A are contiguous. One that is computed is packed as it is evaluated.
+/// Whether matmul `product` packs its left operand (a PackA kernel): not when it is read in
+/// place (left_in_place).
 bool packs_left(const ir::Graph& graph, const std::vector<bool>& cuts, int product) {
-  const int a = graph.operands[product][0];
-  return graph.parameter_slot[a] < 0 && !is_boundary(graph, a) && !cuts[a] && window_in_place(graph, product, 0) < 0;
+  return left_in_place(graph, cuts, product) < 0;
 }
 
 class Planner {
@@ -297,6 +295,12 @@ KernelPlan plan_kernels(const ir::Graph& graph) {
   return Planner(graph).plan();
 }
 
+int left_in_place(const ir::Graph& graph, const std::vector<bool>& cuts, int product) {
+  const int a = graph.operands[product][0];
+  if (graph.parameter_slot[a] >= 0 || is_boundary(graph, a) || cuts[a]) return a;
+  return window_in_place(graph, product, 0);
+}
+
 CollectiveBuffers collective_buffers(const KernelPlan& plan, const KernelSpec& kernel, int num_parameters, int num_results) {
   const int out = plan.buffer_of[kernel.stages[0]];
   for (int t : kernel.temps) {
@@ -307,22 +311,10 @@ CollectiveBuffers collective_buffers(const KernelPlan& plan, const KernelSpec& k
 
 int window_in_place(const ir::Graph& graph, int product, int side) {
   int node = graph.operands[product][side];
-  int column = graph.nodes[node]->rank() - 1;  // the dim of `node` that holds B's columns
-  bool window = false;
-  for (;; node = graph.operands[node][0]) {
-    const ir::Node& n = *graph.nodes[node];
-    if (n.op() == OpKind::Permute) {
-      column = static_cast<int>(n.attrs()[column]);
-    } else if (n.op() == OpKind::Unfold) {
-      const ir::Window w = ir::Window::of(n.attrs());
-      if (w.ph != 0 || w.pw != 0 || column != 4 || w.sw != 1) return -1;
-      column = 3;  // [n, g, (c, i, j), oh, ow] reads [n, c, oh*sh + i*dh, ow + j*dw]
-      window = true;
-    } else {
-      break;
-    }
-  }
-  return window && column == graph.nodes[node]->rank() - 1 ? node : -1;
+  const ir::Node* base = ir::window_rows_base(*graph.nodes[node]);
+  if (base == nullptr) return -1;
+  while (graph.nodes[node] != base) node = graph.operands[node][0];
+  return node;
 }
 
 int stored_value(const ir::Graph& graph, int node) {
@@ -346,9 +338,7 @@ std::vector<bool> region_of(const ir::Graph& graph, const std::vector<bool>& cut
     for (int s : kernel.stages) stack.push_back(s);
     if (stack.empty()) stack.push_back(kernel.domain);
     if (kernel.kind == KernelKind::Matmul) {  // operands read in place: buffers, or windows of them
-      const int a = window_in_place(graph, kernel.domain, 0);
-      if (a >= 0) stack.push_back(a);
-      else if (!packs_left(graph, cuts, kernel.domain)) stack.push_back(graph.operands[kernel.domain][0]);
+      if (const int a = left_in_place(graph, cuts, kernel.domain); a >= 0) stack.push_back(a);
       if (const int b = window_in_place(graph, kernel.domain, 1); b >= 0) stack.push_back(b);
     }
   }

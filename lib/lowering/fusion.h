@@ -32,6 +32,11 @@ KernelPlan plan_kernels(const ir::Graph& graph);
 /// a kernel of its own when no buffer holds it yet (a padded input: a cut).
 int window_in_place(const ir::Graph& graph, int product, int side);
 
+/// The node whose buffer matmul `product` reads its left operand A from in place, row by
+/// row: A itself when it is already in memory (a parameter, a boundary, a cut), or the node
+/// below a window (window_in_place); -1 when A is computed and packed (PackA).
+int left_in_place(const ir::Graph& graph, const std::vector<bool>& cuts, int product);
+
 /// Whether collective `op` runs in its result's buffer (all_reduce, broadcast: the operand is
 /// staged there), rather than from a staging temporary of the operand's size.
 inline bool collective_in_place(ir::OpKind op) { return op == ir::OpKind::AllReduce || op == ir::OpKind::Broadcast; }

@@ -86,10 +86,10 @@ class Matmul {
     const DType dtype = c.node(g.product).dtype();
     const int num_results = static_cast<int>(c.graph.roots.size());
     const int packed_a_temp = packed_temp(TempBuffer::Kind::PackedA);
-    const int a_in_place = window_in_place(c.graph, g.product, 0);
-    const int packed_a = c.v.buffer(packed_a_temp >= 0  ? temp_buffer_index(c.num_parameters, num_results, packed_a_temp)
-                                    : a_in_place >= 0 ? c.plan.buffer_of[a_in_place]
-                                                      : c.plan.buffer_of[g.a],
+    const int a_read = left_in_place(c.graph, c.plan.cuts, g.product);  // A's rows, where they lie
+    const int a_in_place = a_read == g.a ? -1 : a_read;                   // ... through a window
+    const int packed_a = c.v.buffer(packed_a_temp >= 0 ? temp_buffer_index(c.num_parameters, num_results, packed_a_temp)
+                                                       : c.plan.buffer_of[a_read],
                                     dtype);
     const int b_in_place = window_in_place(c.graph, g.product, 1);
     auto temp = [&](TempBuffer::Kind kind) { return temp_buffer_index(c.num_parameters, num_results, packed_temp(kind)); };

@@ -37,17 +37,16 @@ void set_custom_gradient(const ir::NodePtr& result, CustomGradient gradient) {
   r.entries[result.get()] = {result, std::make_shared<const CustomGradient>(std::move(gradient))};
 }
 
-std::shared_ptr<const CustomGradient> custom_gradient(const ir::Node* node) {
+CustomGradients custom_gradients() {
   Registry& r = registry();
   const std::lock_guard lock(r.mutex);
-  auto found = r.entries.find(node);
-  if (found == r.entries.end()) return nullptr;
-  const std::shared_ptr<const ir::Node> alive = found->second.node.lock();
-  if (alive.get() != node) {  // another node at a dead one's address
-    r.entries.erase(found);
-    return nullptr;
-  }
-  return found->second.gradient;
+  CustomGradients live;
+  absl::erase_if(r.entries, [&](const auto& entry) {
+    if (entry.second.node.expired()) return true;  // its node died (its address may be reused)
+    live.emplace(entry.first, entry.second.gradient);
+    return false;
+  });
+  return live;
 }
 
 }  // namespace lazyjit::runtime

@@ -7,6 +7,7 @@
 #include <functional>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "ir/node.h"
 #include "lazyjit/tensor.h"
 
@@ -22,9 +23,12 @@ struct CustomGradient {
   std::function<std::vector<Tensor>(const Tensor& g)> rule;
 };
 
+using CustomGradients = absl::flat_hash_map<const ir::Node*, std::shared_ptr<const CustomGradient>>;
+
 /// Gives `result`'s node the rule; kept while that node lives.
 void set_custom_gradient(const ir::NodePtr& result, CustomGradient gradient);
-/// The rule given to `node`, or null.
-std::shared_ptr<const CustomGradient> custom_gradient(const ir::Node* node);
+/// The rules of the nodes alive now: taken once per differentiation, which then looks each
+/// node up without a lock.
+CustomGradients custom_gradients();
 
 }  // namespace lazyjit::runtime

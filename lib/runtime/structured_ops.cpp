@@ -51,9 +51,7 @@ ir::Node::Attrs reduced_dims(std::string_view op, const std::vector<int64_t>& di
 
 ir::NodePtr reshape_node(ir::NodePtr x, ir::Shape shape) {
   if (x->shape() == shape) return x;
-  ir::Node::Attrs attrs;
-  if (ir::unit_dims_only(x->shape(), shape)) attrs.push_back(1);
-  return check(ir::make_structured(OpKind::Reshape, {std::move(x)}, std::move(attrs), &shape));
+  return check(ir::make_structured(OpKind::Reshape, {std::move(x)}, {}, &shape));
 }
 
 /// `node` (keepdim shape) with the reduced dims dropped unless `keepdim`.
