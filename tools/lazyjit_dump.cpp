@@ -38,6 +38,7 @@ options:
   --emit=llvm      the LLVM IR of its fused kernels, before optimisation
   --emit=llvm-opt  the LLVM IR after optimisation (vectorised for this CPU)
   --emit=asm       the assembly for this CPU
+  --emit=ptx       the PTX of its kernels for an NVIDIA GPU (sm_90, PTX 8.0; no GPU needed)
   --run            compile and run it; print every result
   --seed=N         seed for the parameters the file gives no values for (default 0)
   --help           this text
@@ -65,8 +66,8 @@ Options parse_options(int argc, char** argv) {
     } else if (arg.rfind("--emit=", 0) == 0) {
       options.emit = arg.substr(7);
       if (options.emit != "ir" && options.emit != "plan" && options.emit != "kernels" && options.emit != "llvm" && options.emit != "llvm-opt" &&
-          options.emit != "asm") {
-        fail(fmt::format("unknown --emit={} (expected ir, plan, kernels, llvm, llvm-opt or asm)", options.emit));
+          options.emit != "asm" && options.emit != "ptx") {
+        fail(fmt::format("unknown --emit={} (expected ir, plan, kernels, llvm, llvm-opt, asm or ptx)", options.emit));
       }
     } else if (arg == "--run") {
       options.run = true;
@@ -162,6 +163,7 @@ int run(const Options& options) {
                             : options.emit == "kernels"  ? DumpFormat::KernelIr
                             : options.emit == "llvm"     ? DumpFormat::LlvmIr
                             : options.emit == "llvm-opt" ? DumpFormat::OptimizedLlvmIr
+                            : options.emit == "ptx"      ? DumpFormat::Ptx
                                                          : DumpFormat::Assembly;
   std::fputs(dump(tensors, format).c_str(), stdout);
   return 0;

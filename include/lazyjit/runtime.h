@@ -79,7 +79,8 @@ Metrics metrics();
 std::string metrics_report();
 void reset_metrics();
 
-enum class DumpFormat { LazyIr, Plan, KernelIr, LlvmIr, OptimizedLlvmIr, Assembly };
+/// Ptx is the NVPTX target's assembly (sm_90, PTX 8.0): no GPU is needed to see it.
+enum class DumpFormat { LazyIr, Plan, KernelIr, LlvmIr, OptimizedLlvmIr, Assembly, Ptx };
 /// Text of the graph that would materialise `tensors`, in the chosen form. Does not run it.
 std::string dump(const std::vector<Tensor>& tensors, DumpFormat format);
 

@@ -10,6 +10,7 @@
 #include "llvm/IR/MDBuilder.h"
 #include "llvm/Support/raw_ostream.h"
 #include "codegen/elementwise.h"
+#include "codegen/portable_math.h"
 #include "lowering/internal_error.h"
 #include "lowering/kernel_abi.h"
 
@@ -71,8 +72,8 @@ Value* emit_random(llvm::IRBuilder<>& b, ir::OpKind op, DType dtype, Value* seed
 
 class Emitter {
  public:
-  Emitter(const kir::Kernel& kernel, llvm::Function* body)
-      : k_(kernel), ctx_(body->getContext()), body_(body), b_(ctx_), hoist_(ctx_), values_(kernel.exprs.size()),
+  Emitter(const kir::Kernel& kernel, llvm::Function* body, EmitTarget target)
+      : k_(kernel), target_(target), ctx_(body->getContext()), body_(body), b_(ctx_), hoist_(ctx_), values_(kernel.exprs.size()),
         buffers_read_(kernel.exprs.size(), 0), locals_read_(kernel.exprs.size(), 0), vars_(kernel.num_vars) {
     for (size_t i = 0; i < k_.exprs.size(); ++i) {
       const Expr& e = k_.exprs[i];
@@ -305,6 +306,7 @@ class Emitter {
   /// (the micro-kernels of a tile share b_base) when K fits the panel, else a block of
   /// kPanelRows rows at a time.
   void matmul(const kir::MicroKernel& m) {
+    if (target_ == EmitTarget::Gpu) return matmul_scalar(m);
     const Tile t = tile_of(m);
     if (accumulators_.empty()) {
       for (int64_t i = 0; i < 2 * t.tiling.mr; ++i) accumulators_.push_back(hoist_.CreateAlloca(t.vector));
@@ -410,7 +412,45 @@ class Emitter {
     });
   }
 
+  /// A GPU thread's micro-kernel: scalar accumulators in the tile itself, B's rows read
+  /// where they lie (packed or in place, no panel: a GPU thread's stack is small and slow).
+  void matmul_scalar(const kir::MicroKernel& m) {
+    const DType dtype = k_.buffers[m.b].dtype;
+    const MatmulTiling tiling = matmul_tiling(dtype_size(dtype));
+    llvm::Type* scalar = value_type(ctx_, dtype);
+    Value* tile = locals_[m.tile];
+    counted_loop(i64(0), i64(tiling.mr * tiling.nr), "zero", [&](Value* i) {
+      b_.CreateStore(llvm::Constant::getNullValue(scalar), b_.CreateInBoundsGEP(scalar, tile, i));
+    });
+    std::vector<Value*> a_rows;
+    for (Id r : m.a_rows) a_rows.push_back(value(r));
+    Value* b_base = value(m.b_base);
+    Value* cols = m.b_rows < 0 ? i64(tiling.nr) : value(m.cols);
+    Value* a_buffer = body_->getArg(m.a);
+    Value* b_buffer = body_->getArg(m.b);
+    counted_loop(i64(0), value(m.k), "kk", [&](Value* kk) {
+      Value* b_row = m.b_rows < 0
+                         ? b_.CreateAdd(b_base, b_.CreateMul(kk, i64(tiling.nr)))
+                         : b_.CreateAdd(b_base, b_.CreateLoad(b_.getInt64Ty(),
+                                                              b_.CreateInBoundsGEP(b_.getInt64Ty(), body_->getArg(m.b_rows), kk)));
+      for (int64_t r = 0; r < tiling.mr; ++r) {
+        Value* at = m.packed_a ? b_.CreateAdd(a_rows[0], b_.CreateAdd(b_.CreateMul(kk, i64(tiling.mr)), i64(r)))
+                               : b_.CreateAdd(a_rows[r], kk);
+        Value* a = b_.CreateLoad(scalar, b_.CreateInBoundsGEP(scalar, a_buffer, at));
+        counted_loop(i64(0), cols, "j", [&](Value* j) {
+          Value* slot = b_.CreateInBoundsGEP(scalar, tile, b_.CreateAdd(i64(r * tiling.nr), j));
+          Value* x = b_.CreateLoad(scalar, b_.CreateInBoundsGEP(scalar, b_buffer, b_.CreateAdd(b_row, j)));
+          Value* sum = b_.CreateLoad(scalar, slot);
+          sum = is_floating(dtype) ? b_.CreateIntrinsic(llvm::Intrinsic::fma, {scalar}, {a, x, sum})
+                                   : b_.CreateAdd(b_.CreateMul(a, x), sum);
+          b_.CreateStore(sum, slot);
+        });
+      }
+    });
+  }
+
   const kir::Kernel& k_;
+  EmitTarget target_;
   llvm::LLVMContext& ctx_;
   llvm::Function* body_;
   llvm::IRBuilder<> b_;
@@ -426,20 +466,31 @@ class Emitter {
 
 }  // namespace
 
-void emit_llvm(const kir::Kernel& kernel, const std::string& symbol, llvm::Module& module) {
+llvm::Function* emit_body(const kir::Kernel& kernel, const std::string& symbol, llvm::Module& module,
+                          EmitTarget target) {
+  llvm::LLVMContext& ctx = module.getContext();
+  auto* ptr = llvm::PointerType::get(ctx, 0);
+  auto* i64 = llvm::Type::getInt64Ty(ctx);
+  const unsigned pointers = static_cast<unsigned>(kernel.buffers.size()) + (kernel.num_scalars > 0 ? 1 : 0);
+  std::vector<llvm::Type*> params(pointers + 1, ptr);  // the buffers, the scalar frame, the dims
+  params.push_back(i64);
+  params.push_back(i64);
+  auto* body = llvm::Function::Create(llvm::FunctionType::get(llvm::Type::getInt32Ty(ctx), params, false),
+                                      llvm::Function::InternalLinkage, symbol + ".body", module);
+  body->addFnAttr(llvm::Attribute::NoUnwind);
+  for (unsigned i = 0; i <= pointers; ++i) body->addParamAttr(i, llvm::Attribute::NoAlias);
+  Emitter(kernel, body, target).emit();
+  if (target == EmitTarget::Gpu) use_portable_math(module);
+  return body;
+}
+
+void emit_llvm(const kir::Kernel& kernel, const std::string& symbol, llvm::Module& module, EmitTarget body_target) {
   llvm::LLVMContext& ctx = module.getContext();
   llvm::IRBuilder<> b(ctx);
   auto* ptr = b.getPtrTy();
   auto* i64 = b.getInt64Ty();
   const unsigned pointers = static_cast<unsigned>(kernel.buffers.size()) + (kernel.num_scalars > 0 ? 1 : 0);
-  std::vector<llvm::Type*> params(pointers + 1, ptr);  // the buffers, the scalar frame, the dims
-  params.push_back(i64);
-  params.push_back(i64);
-  auto* body = llvm::Function::Create(llvm::FunctionType::get(b.getInt32Ty(), params, false),
-                                      llvm::Function::InternalLinkage, symbol + ".body", module);
-  body->addFnAttr(llvm::Attribute::NoUnwind);
-  for (unsigned i = 0; i <= pointers; ++i) body->addParamAttr(i, llvm::Attribute::NoAlias);
-  Emitter(kernel, body).emit();
+  llvm::Function* body = emit_body(kernel, symbol, module, body_target);
 
   auto* entry = llvm::Function::Create(llvm::FunctionType::get(b.getInt32Ty(), {ptr, ptr, i64, i64}, false),
                                        llvm::Function::ExternalLinkage, symbol, module);
@@ -453,12 +504,12 @@ void emit_llvm(const kir::Kernel& kernel, const std::string& symbol, llvm::Modul
   b.CreateRet(b.CreateCall(body, args));
 }
 
-KernelModule emit_module(const lowering::LoweredKernel& kernel) {
+KernelModule emit_module(const lowering::LoweredKernel& kernel, EmitTarget body_target) {
   const std::string symbol = "lj_" + kernel.content.to_hex();
   KernelModule m{std::make_unique<llvm::LLVMContext>(), nullptr};
   m.module = std::make_unique<llvm::Module>(symbol, *m.context);
   m.module->setSourceFileName(symbol);
-  emit_llvm(kernel.kir, symbol, *m.module);
+  emit_llvm(kernel.kir, symbol, *m.module, body_target);
   return m;
 }
 

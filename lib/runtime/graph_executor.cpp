@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "fmt/format.h"
+#include "codegen/kir_nvptx.h"
 #include "ir/builder.h"
 #include "ir/printer.h"
 #include "ir/structured.h"
@@ -390,6 +391,11 @@ std::string GraphExecutor::dump(const std::vector<std::shared_ptr<detail::Tensor
   if (format == DumpFormat::Plan) return lowering::print_plan(graph, lowering::plan_graph(graph));
   lowering::LoweredGraph lowered = lowering::lower_graph(graph);
   if (format == DumpFormat::KernelIr) return lowering::kernels_text(lowered);
+  if (format == DumpFormat::Ptx) {
+    absl::StatusOr<std::string> ptx = codegen::ptx_text(lowered);
+    if (!ptx.ok()) throw Error(fmt::format("dump: {}", std::string(ptx.status().message())));
+    return *std::move(ptx);
+  }
   using Text = codegen::JitCompiler::Text;
   const Text form = format == DumpFormat::LlvmIr            ? Text::LlvmIr
                     : format == DumpFormat::OptimizedLlvmIr ? Text::OptimizedLlvmIr
