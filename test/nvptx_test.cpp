@@ -1,6 +1,7 @@
 // Tests of the NVPTX target that need no GPU: the portable math functions, run on the CPU
 // (the same LLVM IR the GPU runs) against glibc, within the ulp bounds docs/semantics.md
-// states; and every op's kernel made into PTX.
+// states; the GPU target's kernel bodies, run on the CPU behind the CPU entry, against the
+// interpreter; and every op's kernel made into PTX.
 #include <bit>
 #include <cmath>
 #include <functional>
@@ -20,9 +21,14 @@
 #include "ir/graph.h"
 #include "ir/hash.h"
 #include "ir/op.h"
+#include "ir/interpreter.h"
 #include "ir/structured.h"
+#include "lazyjit/lazyjit.h"
+#include "runtime/tensor_impl.h"
 #include "lazyjit/backend.h"
 #include "llvm/IR/IRBuilder.h"
+#include "lowering/fusion.h"
+#include "lowering/kernel_abi.h"
 #include "lowering/lower.h"
 
 namespace lazyjit::codegen {
@@ -246,7 +252,7 @@ TEST(PortableMathTest, TheFunctionsAreTheOnesItReplaces) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// PTX
+// The GPU target's kernel bodies, run on the CPU
 
 /// A BackendData over host memory, zero-filled.
 class HostData final : public BackendData {
@@ -259,6 +265,145 @@ class HostData final : public BackendData {
  private:
   std::vector<uint8_t> bytes_;
 };
+
+/// `graph` run by its kernels as a GPU thread runs them (emit_body for EmitTarget::Gpu: the
+/// scalar micro-kernel, the portable math) behind the CPU entry, one iteration per call as
+/// the PTX entry calls it. Returns the results, and the first nonzero status word, if any.
+std::pair<std::vector<std::shared_ptr<HostData>>, int> run_gpu_bodies(const ir::Graph& graph) {
+  lowering::LoweredGraph lowered = lowering::lower_graph(graph);
+  std::vector<KernelModule> modules;
+  for (const lowering::LoweredKernel& kernel : lowered.kernels) modules.push_back(emit_module(kernel, EmitTarget::Gpu));
+  absl::StatusOr<std::shared_ptr<const CompiledGraph>> compiled = jit().compile(std::move(lowered), std::move(modules));
+  if (!compiled.ok()) throw std::runtime_error(std::string(compiled.status().message()));
+  const CompiledGraph& code = **compiled;
+  std::vector<void*> buffers;
+  for (const ir::Node* p : graph.parameters) buffers.push_back(p->data()->data());
+  std::vector<std::shared_ptr<HostData>> results;
+  for (int root : graph.roots) {
+    const ir::Node& node = *graph.nodes[root];
+    results.push_back(std::make_shared<HostData>(node.dtype(), std::vector<int64_t>(node.shape().begin(), node.shape().end())));
+    buffers.push_back(results.back()->data());
+  }
+  std::vector<ir::ScalarValue> scalars;
+  for (int s : graph.scalars) scalars.push_back(graph.nodes[s]->scalar());
+  buffers.push_back(scalars.data());
+  const std::vector<int64_t> shapes = lowering::shape_table(graph);
+  std::vector<int64_t> sizes;
+  code.plan().sizes.evaluate(shapes.data(), sizes);
+  std::vector<std::vector<uint8_t>> temps;
+  for (const lowering::TempBuffer& temp : code.plan().temps) {
+    temps.emplace_back(sizes[temp.bytes] + 64);
+    buffers.push_back(temps.back().data() + (64 - reinterpret_cast<uintptr_t>(temps.back().data()) % 64) % 64);
+  }
+  lowering::BoundFrame frame;
+  for (size_t k = 0; k < code.kernels().size(); ++k) {
+    int64_t status = 0;
+    lowering::bind_frame(code.kernels()[k].frame, buffers.data(), shapes.data(), scalars.data(), &status, frame);
+    for (int64_t i = 0; i < sizes[code.kernels()[k].count]; ++i) {
+      if (const int code_word = code.function(k)(frame.args.data(), frame.dims.data(), i, i + 1); code_word != 0) {
+        return {std::move(results), code_word};
+      }
+    }
+  }
+  return {std::move(results), 0};
+}
+
+ir::Graph graph_of(const std::vector<Tensor>& tensors) {
+  std::vector<ir::NodePtr> roots;
+  for (const Tensor& t : tensors) roots.push_back(t.impl()->ir_value());
+  return ir::build_graph(roots);
+}
+
+/// Each of `tensors` computed by GPU bodies equals the interpreter's: integers and bools
+/// exactly, floats within `rtol` of the element or of the result's largest element (sums in
+/// another order).
+void expect_gpu_bodies_match(const std::vector<Tensor>& tensors, const std::string& context, double rtol = 4e-6) {
+  const ir::Graph graph = graph_of(tensors);
+  auto [results, status] = run_gpu_bodies(graph);
+  ASSERT_EQ(status, 0) << context;
+  const std::vector<ir::HostTensor> expected = ir::interpret(graph);
+  for (size_t r = 0; r < results.size(); ++r) {
+    ir::HostTensor got{expected[r].dtype, expected[r].shape, {}};
+    const auto* bytes = static_cast<const uint8_t*>(results[r]->data());
+    got.bytes.assign(bytes, bytes + results[r]->size_bytes());
+    double scale = 0;
+    for (int64_t i = 0; i < got.numel(); ++i) scale = std::max(scale, std::abs(expected[r].as_double(i)));
+    const bool exact = !is_floating(got.dtype);
+    const double tolerance = got.dtype == DType::Float64 ? rtol * 1e-7 : rtol;
+    int reported = 0;
+    for (int64_t i = 0; i < got.numel() && reported < 5; ++i) {
+      const double a = got.as_double(i), e = expected[r].as_double(i);
+      const bool same = (std::isnan(a) && std::isnan(e)) || a == e ||
+                        (!exact && std::abs(a - e) <= tolerance * (std::abs(e) + scale));
+      if (!same) {
+        ADD_FAILURE() << context << " result " << r << " element " << i << ": GPU body " << a << ", interpreter " << e;
+        ++reported;
+      }
+    }
+  }
+}
+
+template <class T>
+Tensor values(std::vector<int64_t> shape, double lo, double hi, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  std::vector<T> v;
+  for (int64_t i = 0; i < n; ++i) v.push_back(static_cast<T>(uniform(rng, lo, hi)));
+  return Tensor::from_vector(v, std::move(shape));
+}
+
+TEST(GpuBodyTest, ElementwiseMathMatchesTheInterpreter) {
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    const Tensor x = dtype == DType::Float32 ? values<float>({7, 150}, -6, 6, 1) : values<double>({7, 150}, -6, 6, 1);
+    const Tensor p = abs(x) + 0.25;
+    expect_gpu_bodies_match({exp(x), log(p), tanh(x), gelu(x), erf(x), sin(x * 40.0), cos(x), pow(p, x),
+                             remainder(x, 0.7), expm1(x), log1p(p), sigmoid(x), sqrt(p), x / p},
+                            std::string(dtype_name(dtype)));
+  }
+}
+
+TEST(GpuBodyTest, FoldsScansAndRowsMatchTheInterpreter) {
+  const Tensor x = values<float>({13, 37}, -3, 3, 2);
+  expect_gpu_bodies_match({softmax(x, -1), layer_norm(x, 1), sum(x, {0}), amax(x, {1}), cumsum(x, 1), mean(x, {}, false)},
+                          "folds");
+}
+
+TEST(GpuBodyTest, ProductsMatchTheInterpreter) {
+  const Tensor a = values<float>({37, 45}, -1, 1, 3), b = values<float>({45, 29}, -1, 1, 4);
+  const Tensor bias = values<float>({29}, -1, 1, 5);
+  const Tensor a3 = values<double>({3, 17, 9}, -1, 1, 6), b3 = values<double>({3, 9, 11}, -1, 1, 7);
+  expect_gpu_bodies_match({matmul(a, b), relu(matmul(a, b) + bias), matmul(a3, b3)}, "matmul");
+}
+
+TEST(GpuBodyTest, ConvolutionsAndTheirGradientsMatchTheInterpreter) {
+  const Tensor x = values<float>({2, 3, 9, 9}, -1, 1, 8), w = values<float>({4, 3, 3, 3}, -1, 1, 9);
+  const Tensor same = conv2d(x, w, Tensor(), 1, 1);      // the window read in place as B
+  const Tensor strided = conv2d(x, w, Tensor(), 2, 1);   // packed
+  const std::vector<Tensor> g = grad(sum(same * same, {}, false), {x, w});  // the window in place as A
+  expect_gpu_bodies_match({same, strided, max_pool2d(x, 2), g[0], g[1]}, "conv2d", 2e-5);
+}
+
+TEST(GpuBodyTest, IndexingAndScattersMatchTheInterpreter) {
+  const Tensor table = values<float>({11, 6}, -1, 1, 10);
+  const Tensor index = Tensor::from_vector<int64_t>({3, 0, 10, 7, 7, 1}, {6});
+  std::vector<int64_t> columns;
+  for (int64_t i = 0; i < 66; ++i) columns.push_back((i * 7 + i / 6) % 6);
+  const Tensor rows = Tensor::from_vector(columns, {11, 6});
+  expect_gpu_bodies_match({index_select(table, 0, index), embedding(table, index), gather(table, 1, rows),
+                           scatter_add(table, 1, rows, table)},
+                          "indexing");
+}
+
+TEST(GpuBodyTest, AnIndexOutOfRangeFailsTheKernelsCheck) {
+  const Tensor table = values<float>({5, 4}, -1, 1, 11);
+  const Tensor index = Tensor::from_vector<int64_t>({1, 9}, {2});
+  auto [results, status] = run_gpu_bodies(graph_of({index_select(table, 0, index)}));
+  EXPECT_NE(status, 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// PTX
 
 /// Every kernel of `roots`' graph as PTX: one entry each, no call of anything outside it.
 void expect_ptx(const std::vector<ir::NodePtr>& roots, const std::string& context) {
