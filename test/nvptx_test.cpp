@@ -14,6 +14,7 @@
 #include "codegen/kir_llvm.h"
 #include "codegen/kir_nvptx.h"
 #include "codegen/portable_math.h"
+#include "gpu_programs.h"
 #include "fmt/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -36,6 +37,11 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
+using gpu_test::expect_matches_interpreter;
+using gpu_test::gpu_programs;
+using gpu_test::GpuProgram;
+using gpu_test::graph_of;
+using gpu_test::out_of_range_program;
 
 JitCompiler& jit() {
   static std::unique_ptr<JitCompiler> compiler = [] {
@@ -308,97 +314,23 @@ std::pair<std::vector<std::shared_ptr<HostData>>, int> run_gpu_bodies(const ir::
   return {std::move(results), 0};
 }
 
-ir::Graph graph_of(const std::vector<Tensor>& tensors) {
-  std::vector<ir::NodePtr> roots;
-  for (const Tensor& t : tensors) roots.push_back(t.impl()->ir_value());
-  return ir::build_graph(roots);
-}
-
-/// Each of `tensors` computed by GPU bodies equals the interpreter's: integers and bools
-/// exactly, floats within `rtol` of the element or of the result's largest element (sums in
-/// another order).
-void expect_gpu_bodies_match(const std::vector<Tensor>& tensors, const std::string& context, double rtol = 4e-6) {
-  const ir::Graph graph = graph_of(tensors);
-  auto [results, status] = run_gpu_bodies(graph);
-  ASSERT_EQ(status, 0) << context;
-  const std::vector<ir::HostTensor> expected = ir::interpret(graph);
-  for (size_t r = 0; r < results.size(); ++r) {
-    ir::HostTensor got{expected[r].dtype, expected[r].shape, {}};
-    const auto* bytes = static_cast<const uint8_t*>(results[r]->data());
-    got.bytes.assign(bytes, bytes + results[r]->size_bytes());
-    double scale = 0;
-    for (int64_t i = 0; i < got.numel(); ++i) scale = std::max(scale, std::abs(expected[r].as_double(i)));
-    const bool exact = !is_floating(got.dtype);
-    const double tolerance = got.dtype == DType::Float64 ? rtol * 1e-7 : rtol;
-    int reported = 0;
-    for (int64_t i = 0; i < got.numel() && reported < 5; ++i) {
-      const double a = got.as_double(i), e = expected[r].as_double(i);
-      const bool same = (std::isnan(a) && std::isnan(e)) || a == e ||
-                        (!exact && std::abs(a - e) <= tolerance * (std::abs(e) + scale));
-      if (!same) {
-        ADD_FAILURE() << context << " result " << r << " element " << i << ": GPU body " << a << ", interpreter " << e;
-        ++reported;
-      }
+TEST(GpuBodyTest, ProgramsMatchTheInterpreter) {
+  for (const GpuProgram& program : gpu_programs()) {
+    const ir::Graph graph = graph_of(program.results);
+    auto [results, status] = run_gpu_bodies(graph);
+    ASSERT_EQ(status, 0) << program.name;
+    std::vector<ir::HostTensor> got;
+    for (size_t r = 0; r < results.size(); ++r) {
+      const auto* bytes = static_cast<const uint8_t*>(results[r]->data());
+      const ir::Node& root = *graph.nodes[graph.roots[r]];
+      got.push_back({root.dtype(), root.shape(), std::vector<uint8_t>(bytes, bytes + results[r]->size_bytes())});
     }
+    expect_matches_interpreter(graph, got, program.rtol, program.name);
   }
-}
-
-template <class T>
-Tensor values(std::vector<int64_t> shape, double lo, double hi, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  std::vector<T> v;
-  for (int64_t i = 0; i < n; ++i) v.push_back(static_cast<T>(uniform(rng, lo, hi)));
-  return Tensor::from_vector(v, std::move(shape));
-}
-
-TEST(GpuBodyTest, ElementwiseMathMatchesTheInterpreter) {
-  for (DType dtype : {DType::Float32, DType::Float64}) {
-    const Tensor x = dtype == DType::Float32 ? values<float>({7, 150}, -6, 6, 1) : values<double>({7, 150}, -6, 6, 1);
-    const Tensor p = abs(x) + 0.25;
-    expect_gpu_bodies_match({exp(x), log(p), tanh(x), gelu(x), erf(x), sin(x * 40.0), cos(x), pow(p, x),
-                             remainder(x, 0.7), expm1(x), log1p(p), sigmoid(x), sqrt(p), x / p},
-                            std::string(dtype_name(dtype)));
-  }
-}
-
-TEST(GpuBodyTest, FoldsScansAndRowsMatchTheInterpreter) {
-  const Tensor x = values<float>({13, 37}, -3, 3, 2);
-  expect_gpu_bodies_match({softmax(x, -1), layer_norm(x, 1), sum(x, {0}), amax(x, {1}), cumsum(x, 1), mean(x, {}, false)},
-                          "folds");
-}
-
-TEST(GpuBodyTest, ProductsMatchTheInterpreter) {
-  const Tensor a = values<float>({37, 45}, -1, 1, 3), b = values<float>({45, 29}, -1, 1, 4);
-  const Tensor bias = values<float>({29}, -1, 1, 5);
-  const Tensor a3 = values<double>({3, 17, 9}, -1, 1, 6), b3 = values<double>({3, 9, 11}, -1, 1, 7);
-  expect_gpu_bodies_match({matmul(a, b), relu(matmul(a, b) + bias), matmul(a3, b3)}, "matmul");
-}
-
-TEST(GpuBodyTest, ConvolutionsAndTheirGradientsMatchTheInterpreter) {
-  const Tensor x = values<float>({2, 3, 9, 9}, -1, 1, 8), w = values<float>({4, 3, 3, 3}, -1, 1, 9);
-  const Tensor same = conv2d(x, w, Tensor(), 1, 1);      // the window read in place as B
-  const Tensor strided = conv2d(x, w, Tensor(), 2, 1);   // packed
-  const std::vector<Tensor> g = grad(sum(same * same, {}, false), {x, w});  // the window in place as A
-  expect_gpu_bodies_match({same, strided, max_pool2d(x, 2), g[0], g[1]}, "conv2d", 2e-5);
-}
-
-TEST(GpuBodyTest, IndexingAndScattersMatchTheInterpreter) {
-  const Tensor table = values<float>({11, 6}, -1, 1, 10);
-  const Tensor index = Tensor::from_vector<int64_t>({3, 0, 10, 7, 7, 1}, {6});
-  std::vector<int64_t> columns;
-  for (int64_t i = 0; i < 66; ++i) columns.push_back((i * 7 + i / 6) % 6);
-  const Tensor rows = Tensor::from_vector(columns, {11, 6});
-  expect_gpu_bodies_match({index_select(table, 0, index), embedding(table, index), gather(table, 1, rows),
-                           scatter_add(table, 1, rows, table)},
-                          "indexing");
 }
 
 TEST(GpuBodyTest, AnIndexOutOfRangeFailsTheKernelsCheck) {
-  const Tensor table = values<float>({5, 4}, -1, 1, 11);
-  const Tensor index = Tensor::from_vector<int64_t>({1, 9}, {2});
-  auto [results, status] = run_gpu_bodies(graph_of({index_select(table, 0, index)}));
+  auto [results, status] = run_gpu_bodies(graph_of({out_of_range_program()}));
   EXPECT_NE(status, 0);
 }
 

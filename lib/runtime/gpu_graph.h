@@ -1,0 +1,30 @@
+// A graph run on a GPU: its plan lowered as for the CPU, each kernel's PTX made and loaded
+// once per GPU, the parameters uploaded, the kernels launched in plan order on the GPU's
+// stream, the results downloaded. The first piece of the GPU runtime (issue 18): the
+// executor's GPU path, with device-resident tensors, is to be built on it.
+#pragma once
+
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/interpreter.h"
+#include "runtime/cuda_driver.h"
+
+namespace lazyjit::runtime::cuda {
+
+struct GraphRun {
+  std::vector<ir::HostTensor> results;  ///< per root; meaningless when a check failed
+  int failed_kernel = -1;               ///< the first kernel (plan order) whose check failed, or -1
+  int code = 0;                         ///< that check's code (kernel_abi.h)
+  int64_t offending = 0;                ///< and the value it found
+};
+
+/// The PTX target for `gpu`: its own sm up to sm_90 (newer GPUs run sm_90 PTX through the
+/// driver's JIT), PTX ISA 8.0.
+std::pair<std::string, std::string> ptx_target(const Gpu& gpu);
+
+/// Runs `graph` on `gpu`. Throws lazyjit::Error for a kernel that cannot be made into PTX
+/// and for the driver's errors.
+GraphRun run_graph(Gpu& gpu, const ir::Graph& graph);
+
+}  // namespace lazyjit::runtime::cuda
