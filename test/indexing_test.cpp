@@ -284,9 +284,31 @@ TEST(ScatterTest, AnIndexOutOfRangeAndBadArgumentsAreErrors) {
   expect_error([&] { scatter(x, 2, Tensor::from_vector<int64_t>({0}, {1, 1}), ones({1, 1})); },
                "scatter: dim 2 is out of range for a tensor of rank 2 (expected -2 to 1)");
   expect_error([&] { index_add(x, 0, zeros({1}), ones({1, 2})); }, "index_add: indices must be int32 or int64, got float32");
-  expect_error([&] { index_put(x, Tensor::from_vector<bool>({true, false, true}, {3}), ones({2})); },
-               "index_put: indices must be int32 or int64, got bool (a bool mask would make the shape depend on the "
-               "data)");
+  expect_error([&] { index_put(x, zeros({1}), ones({2})); },
+               "index_put: indices must be int32, int64 or a bool mask, got float32");
+}
+
+// t[mask] = values, as PyTorch's index_put with a bool mask: the mask covers the leading
+// dims, and the values one selected row (the selection's size is data, so they cannot depend on it).
+TEST(ScatterTest, ABoolMaskPutsOneValueOrOneRowAtEverySelectedPlace) {
+  const Tensor x = Tensor::from_vector<float>({0, 1, 2, 3, 4, 5}, {3, 2});
+  const Tensor rows = Tensor::from_vector<bool>({true, false, true}, {3});
+  EXPECT_EQ(index_put(x, rows, full({}, 9.0)).to_vector<float>(), (std::vector<float>{9, 9, 2, 3, 9, 9}));
+  EXPECT_EQ(index_put(x, rows, Tensor::from_vector<float>({7, 8}, {1, 2})).to_vector<float>(),
+            (std::vector<float>{7, 8, 2, 3, 7, 8}));
+  EXPECT_EQ(index_put(x, rows, Tensor::from_vector<float>({10, 20}, {2}), true).to_vector<float>(),
+            (std::vector<float>{10, 21, 2, 3, 14, 25}));
+  const Tensor elements = lt(x, 2.5);  // x[x < 2.5] = -1
+  EXPECT_EQ(index_put(x, elements, full({}, -1.0)).to_vector<float>(), (std::vector<float>{-1, -1, -1, 3, 4, 5}));
+  EXPECT_EQ(index_put(x, full({}, 1.0).to(DType::Bool), full({}, 4.0)).to_vector<float>(),
+            (std::vector<float>{4, 4, 4, 4, 4, 4}));
+  expect_error([&] { index_put(x, rows, ones({2, 2})); },
+               "index_put: values of shape [2,2] do not broadcast to [1,2], one row of the selection: with a bool mask "
+               "the selection's size depends on the data, so the values cannot");
+  expect_error([&] { index_put(x, Tensor::from_vector<bool>({true, false}, {2}), full({}, 1.0)); },
+               "index_put: a bool mask of shape [2] must match the leading dims of the tensor's shape [3,2]");
+  expect_error([&] { index_put(x, rows, full({}, 1.0, DType::Float64)); },
+               "index_put: values must have the input's dtype float32, got float64");
 }
 
 // A failed scatter leaves every input as it was, also one whose buffer a result of the same

@@ -216,7 +216,9 @@ Tensor index_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor
 Tensor index_copy(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src);
 /// PyTorch's t.index_put((index,), values, accumulate), t[index] = values: rows of t (dim 0)
 /// at `index` (any shape; negative indices count from the end) from `values`, broadcast to
-/// index.shape + t.shape[1:]; added when `accumulate`, else the last write wins.
+/// index.shape + t.shape[1:]; added when `accumulate`, else the last write wins. A bool
+/// `index` is a mask over t's leading dims (its shape theirs): t[mask] = values, with values
+/// broadcast to one selected row (t.shape[mask.rank():]), since the selection's size is data.
 Tensor index_put(const Tensor& t, const Tensor& index, const Tensor& values, bool accumulate = false);
 // Convolution and pooling over NCHW (a rank-3 input is one unbatched image), PyTorch's
 // argument conventions. A convolution is the packed matmul of the weights with a sliding-

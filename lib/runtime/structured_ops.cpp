@@ -581,14 +581,49 @@ Tensor index_copy(const Tensor& t, int64_t dim, const Tensor& index, const Tenso
   return scatter_node(OpKind::IndexScatter, "index_copy", t, dim, index, src, false);
 }
 
+namespace {
+
+/// t[mask] = values (PyTorch's index_put with a bool mask over t's first mask.rank() dims):
+/// values may not depend on how many elements the mask selects, so they broadcast to one
+/// selected row (t's other dims), and the put is a where().
+Tensor masked_put(const Tensor& t, const ir::NodePtr& x, const ir::NodePtr& m, const Tensor& mask, const Tensor& values,
+                  bool accumulate) {
+  const ir::Shape& shape = x->shape();
+  const size_t k = m->shape().size();
+  if (k > shape.size() || !std::equal(m->shape().begin(), m->shape().end(), shape.begin())) {
+    throw Error(fmt::format("index_put: a bool mask of shape {} must match the leading dims of the tensor's shape {}",
+                            ir::shape_to_string(m->shape()), ir::shape_to_string(shape)));
+  }
+  const ir::NodePtr v = value_of(values, "index_put");
+  if (v->dtype() != x->dtype()) {
+    throw Error(fmt::format("index_put: values must have the input's dtype {}, got {}", dtype_name(x->dtype()),
+                            dtype_name(v->dtype())));
+  }
+  // One selected row: the dims after the mask's, behind a leading 1 (the selection's count).
+  std::vector<int64_t> row = {1};
+  row.insert(row.end(), shape.begin() + static_cast<std::ptrdiff_t>(k), shape.end());
+  absl::StatusOr<ir::Shape> fits = ir::broadcast_shapes("index_put", v->shape(), ir::Shape(row.begin(), row.end()));
+  if (!fits.ok() || std::vector<int64_t>(fits->begin(), fits->end()) != row) {
+    throw Error(fmt::format("index_put: values of shape {} do not broadcast to {}, one row of the selection: with a "
+                            "bool mask the selection's size depends on the data, so the values cannot",
+                            ir::shape_to_string(v->shape()), ir::shape_to_string(ir::Shape(row.begin(), row.end()))));
+  }
+  std::vector<int64_t> mask_shape(m->shape().begin(), m->shape().end());
+  mask_shape.resize(shape.size(), 1);
+  const Tensor selected = reshape(mask, mask_shape);
+  const Tensor value = v->rank() == static_cast<int64_t>(row.size()) ? squeeze(values, 0) : values;
+  return accumulate ? where(selected, t + value, t) : where(selected, value, t);
+}
+
+}  // namespace
+
 Tensor index_put(const Tensor& t, const Tensor& index, const Tensor& values, bool accumulate) {
   ir::NodePtr x = value_of(t, "index_put");
   ir::NodePtr i = value_of(index, "index_put");
+  if (i->dtype() == DType::Bool) return masked_put(t, x, i, index, values, accumulate);
   if (x->rank() == 0) throw Error("index_put: a rank-0 tensor has no dim to index");
   if (i->dtype() != DType::Int32 && i->dtype() != DType::Int64) {
-    throw Error(fmt::format("index_put: indices must be int32 or int64, got {} (a bool mask would make the shape "
-                            "depend on the data)",
-                            dtype_name(i->dtype())));
+    throw Error(fmt::format("index_put: indices must be int32, int64 or a bool mask, got {}", dtype_name(i->dtype())));
   }
   // The indexed rows, as PyTorch's t[index] = values: values broadcast to index.shape + the
   // rows' shape, negative indices counted from the end (an error reports the user's index).
