@@ -26,6 +26,36 @@ std::vector<int> folded_dims(const ir::Node& node) {
   return std::vector<int>(node.attrs().begin(), node.attrs().end());
 }
 
+/// Whether computing `node` in a kernel calls a math function (exp, erf, ...): what it computes
+/// up to the values in memory (parameters, boundaries, cuts) holds one.
+bool computes_math(const ir::Graph& graph, const std::vector<bool>& cuts, int node) {
+  std::vector<int> stack = {node};
+  std::vector<bool> seen(graph.nodes.size(), false);
+  while (!stack.empty()) {
+    const int i = stack.back();
+    stack.pop_back();
+    if (seen[i] || graph.parameter_slot[i] >= 0 || is_boundary(graph, i) || (cuts[i] && i != node)) continue;
+    seen[i] = true;
+    switch (graph.nodes[i]->op()) {
+      case OpKind::Exp: case OpKind::Log: case OpKind::Log1p: case OpKind::Expm1: case OpKind::Sin: case OpKind::Cos:
+      case OpKind::Tanh: case OpKind::Sigmoid: case OpKind::Erf: case OpKind::Gelu: case OpKind::Pow:
+        return true;
+      default: break;
+    }
+    for (int operand : graph.operands[i]) stack.push_back(operand);
+  }
+  return false;
+}
+
+/// The value a product's operand views (through permutes, reshapes, expands and slices).
+int viewed_value(const ir::Graph& graph, int node) {
+  for (;;) {
+    const OpKind op = graph.nodes[node]->op();
+    if (op != OpKind::Permute && op != OpKind::Reshape && op != OpKind::Expand && op != OpKind::Slice) return node;
+    node = graph.operands[node][0];
+  }
+}
+
 /// Whether matmul `product` packs its left operand (a PackA kernel): not when it is read in
 /// place (left_in_place).
 bool packs_left(const ir::Graph& graph, const std::vector<bool>& cuts, int product) {
@@ -42,6 +72,20 @@ class Planner {
       for (int side : {0, 1}) {
         const int base = window_in_place(graph, i, side);  // read where it lies: it needs a buffer
         if (base >= 0 && graph.parameter_slot[base] < 0 && !is_boundary(graph, base)) cuts_[base] = true;
+      }
+    }
+    // A product's operand computed with math functions and read by other ops too (an MLP's
+    // gelu(h): the next layer's product, and x^T of its weight gradient) is stored once.
+    // Recomputed, every pack would call the math functions again, a transposed pack one
+    // element at a time; stored, they run once, vectorised.
+    for (int i = 0; i < n_; ++i) {
+      if (access_of(graph, i) != AccessPattern::Matmul) continue;
+      for (int side : {0, 1}) {
+        const int value = viewed_value(graph, graph.operands[i][side]);
+        if (access_of(graph, value) == AccessPattern::Elementwise && users_[value].size() >= 2 &&
+            computes_math(graph, cuts_, value)) {
+          cuts_[value] = true;
+        }
       }
     }
     result_of_.assign(n_, -1);

@@ -40,10 +40,24 @@ class Matmul {
     return g;
   }
 
+  /// Whether `node` views another value with its last two dims swapped (x^T of a weight
+  /// gradient): its rows lie along that value's columns.
+  bool transposed(int node) const {
+    const ir::Node& n = c.node(node);
+    const int64_t rank = n.rank();
+    if (n.op() != OpKind::Permute || rank < 2) return false;
+    for (int64_t d = 0; d < rank - 2; ++d) {
+      if (n.attrs()[d] != d) return false;
+    }
+    return n.attrs()[rank - 2] == rank - 1 && n.attrs()[rank - 1] == rank - 2;
+  }
+
   /// PackA: panel t holds MR rows of one batch of A as [K][MR] (rows past M are zero).
   /// PackB: panel t holds NR columns of one batch of B as [K][NR] (columns past N are zero).
   /// The operand's expression is evaluated as it is packed (a transpose or an activation
-  /// costs no pass of its own).
+  /// costs no pass of its own). A panel's lanes inside the operand are a loop of their own,
+  /// with no clamp in their index (contiguous reads vectorise), and the lanes past it another
+  /// that writes zeros.
   void pack(bool left) {
     const Gemm g = gemm();
     const int operand = left ? g.a : g.b;
@@ -58,19 +72,23 @@ class Matmul {
       c.v.unravel_into(operand, c.k.div(t, panels), 0, rank - 2, dims);
       const Id first = c.k.mul(c.k.rem(t, panels), c.i64(width));
       const Id base = c.k.mul(c.k.mul(t, g.k), c.i64(width));
-      const Id last = c.k.sub(extent, c.i64(1));
+      const Id inside = c.k.min(c.i64(width), c.k.sub(extent, first));  // lanes [0, inside) hold values
+      auto slot = [&](Id kk, Id lane) { return c.k.add(base, c.k.add(c.k.mul(kk, c.i64(width)), lane)); };
       auto element = [&](Id kk, Id lane) {
         const Id at = c.k.add(first, lane);
-        dims[rank - 2] = left ? c.k.min(at, last) : kk;
-        dims[rank - 1] = left ? kk : c.k.min(at, last);
-        const Id v = c.v.at(operand, Index{dims});
-        const Id inside = c.k.op(OpKind::Lt, DType::Bool, {at, extent});
-        c.k.store(buffer, c.k.add(base, c.k.add(c.k.mul(kk, c.i64(width)), lane)), c.k.select(inside, v, c.k.constant(c.v.dtype(operand), 0)));
+        dims[rank - 2] = left ? at : kk;
+        dims[rank - 1] = left ? kk : at;
+        c.k.store(buffer, slot(kk, lane), c.v.at(operand, Index{dims}));
       };
-      if (left) {  // read A along its rows
-        c.k.loop(c.i64(0), c.i64(width), [&](Id lane) { c.k.loop(c.i64(0), g.k, [&](Id kk) { element(kk, lane); }); });
-      } else {  // read B along its rows too: a panel row is NR contiguous columns
-        c.k.loop(c.i64(0), g.k, [&](Id kk) { c.k.loop(c.i64(0), c.i64(width), [&](Id lane) { element(kk, lane); }); });
+      auto zero = [&](Id kk, Id lane) { c.k.store(buffer, slot(kk, lane), c.k.constant(c.v.dtype(operand), 0)); };
+      if (left && !transposed(operand)) {  // read A along its rows
+        c.k.loop(c.i64(0), inside, [&](Id lane) { c.k.loop(c.i64(0), g.k, [&](Id kk) { element(kk, lane); }); });
+        c.k.loop(inside, c.i64(width), [&](Id lane) { c.k.loop(c.i64(0), g.k, [&](Id kk) { zero(kk, lane); }); });
+      } else {  // B, or a transposed A: a panel row is `width` contiguous elements
+        c.k.loop(c.i64(0), g.k, [&](Id kk) {
+          c.k.loop(c.i64(0), inside, [&](Id lane) { element(kk, lane); });
+          c.k.loop(inside, c.i64(width), [&](Id lane) { zero(kk, lane); });
+        });
       }
     });
     const Id batch = c.v.numel(operand, 0, rank - 2);
