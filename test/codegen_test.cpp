@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "host_kernels.h"
 #include "codegen/compile_cache.h"
 #include "codegen/jit_compiler.h"
 #include "codegen/kir_llvm.h"
@@ -310,17 +311,7 @@ TEST(JitCompilerTest, CreateSucceedsAndFingerprintIsStable) {
   EXPECT_THAT((*a)->target_description(), HasSubstr("LLVM 19"));
 }
 
-/// A BackendData over host memory.
-class HostData final : public BackendData {
- public:
-  HostData(DType dtype, std::vector<int64_t> shape) : BackendData(dtype, std::move(shape)) {
-    bytes_.resize(static_cast<size_t>(std::max<int64_t>(size_bytes(), 1)));
-  }
-  void* data() override { return bytes_.data(); }
-
- private:
-  std::vector<uint8_t> bytes_;
-};
+using test::HostData;
 
 std::shared_ptr<HostData> floats(std::vector<int64_t> shape, float start, float step) {
   auto data = std::make_shared<HostData>(DType::Float32, std::move(shape));
@@ -337,36 +328,14 @@ ir::NodePtr ew(ir::OpKind op, std::vector<ir::NodePtr> operands) {
 
 /// Runs every kernel of `code` over `graph`'s own buffers, each over [0, numel) split at
 /// `split` (so the ABI's begin/end slicing is exercised), and returns the result buffers.
+/// The graph run by `code`'s kernels, each over its iterations in one call, or two split at `split`.
 std::vector<std::shared_ptr<HostData>> run(const ir::Graph& graph, const CompiledGraph& code, int64_t split = 0) {
-  std::vector<void*> buffers;
-  for (const ir::Node* p : graph.parameters) buffers.push_back(p->data()->data());
-  std::vector<std::shared_ptr<HostData>> results;
-  for (int root : graph.roots) {
-    const ir::Node& node = *graph.nodes[root];
-    results.push_back(std::make_shared<HostData>(node.dtype(), std::vector<int64_t>(node.shape().begin(), node.shape().end())));
-    buffers.push_back(results.back()->data());
-  }
-  std::vector<ir::ScalarValue> scalars;
-  for (int s : graph.scalars) scalars.push_back(graph.nodes[s]->scalar());
-  buffers.push_back(scalars.data());
-  const std::vector<int64_t> shapes = lowering::shape_table(graph);
-  std::vector<int64_t> sizes;
-  code.plan().sizes.evaluate(shapes.data(), sizes);
-  std::vector<std::vector<uint8_t>> temps;
-  for (const lowering::TempBuffer& temp : code.plan().temps) {
-    temps.emplace_back(sizes[temp.bytes] + 64);
-    buffers.push_back(temps.back().data() + (64 - reinterpret_cast<uintptr_t>(temps.back().data()) % 64) % 64);
-  }
-  lowering::BoundFrame frame;
-  for (size_t k = 0; k < code.kernels().size(); ++k) {
-    const int64_t n = sizes[code.kernels()[k].count];
-    const int64_t mid = std::min(split, n);
-    int64_t status = 0;
-    lowering::bind_frame(code.kernels()[k].frame, buffers.data(), shapes.data(), scalars.data(), &status, frame);
-    if (mid > 0) code.function(k)(frame.args.data(), frame.dims.data(), 0, mid);
-    if (n > mid) code.function(k)(frame.args.data(), frame.dims.data(), mid, n);
-  }
-  return results;
+  return test::run_kernels(graph, code, [&](lowering::KernelFn f, void* const* args, const int64_t* dims, int64_t n) {
+           const int64_t mid = std::min(split, n);
+           if (mid > 0) f(args, dims, 0, mid);
+           if (n > mid) f(args, dims, mid, n);
+           return 0;
+         }).results;
 }
 
 /// Compares each result of a compiled run with the reference interpreter, exactly.

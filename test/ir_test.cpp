@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gmock/gmock.h"
+#include "host_data.h"
 #include "gtest/gtest.h"
 #include "ir/builder.h"
 #include "ir/graph.h"
@@ -26,17 +27,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-/// A BackendData over host memory, for Parameter leaves.
-class HostData final : public BackendData {
- public:
-  HostData(DType dtype, std::vector<int64_t> shape) : BackendData(dtype, std::move(shape)) {
-    bytes_.resize(static_cast<size_t>(std::max<int64_t>(size_bytes(), 1)));
-  }
-  void* data() override { return bytes_.data(); }
-
- private:
-  std::vector<uint8_t> bytes_;
-};
+using test::HostData;
 
 template <class T>
 std::shared_ptr<HostData> host_data(std::vector<int64_t> shape, const std::vector<T>& values) {

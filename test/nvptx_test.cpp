@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "host_kernels.h"
 #include "codegen/jit_compiler.h"
 #include "codegen/kir_llvm.h"
 #include "codegen/kir_nvptx.h"
@@ -260,17 +261,7 @@ TEST(PortableMathTest, TheFunctionsAreTheOnesItReplaces) {
 // ---------------------------------------------------------------------------------------------
 // The GPU target's kernel bodies, run on the CPU
 
-/// A BackendData over host memory, zero-filled.
-class HostData final : public BackendData {
- public:
-  HostData(DType dtype, std::vector<int64_t> shape) : BackendData(dtype, std::move(shape)) {
-    bytes_.resize(static_cast<size_t>(std::max<int64_t>(size_bytes(), 1)));
-  }
-  void* data() override { return bytes_.data(); }
-
- private:
-  std::vector<uint8_t> bytes_;
-};
+using test::HostData;
 
 /// `graph` run by its kernels as a GPU thread runs them (emit_body for EmitTarget::Gpu: the
 /// scalar micro-kernel, the portable math) behind the CPU entry, one iteration per call as
@@ -281,37 +272,13 @@ std::pair<std::vector<std::shared_ptr<HostData>>, int> run_gpu_bodies(const ir::
   for (const lowering::LoweredKernel& kernel : lowered.kernels) modules.push_back(emit_module(kernel, EmitTarget::Gpu));
   absl::StatusOr<std::shared_ptr<const CompiledGraph>> compiled = jit().compile(std::move(lowered), std::move(modules));
   if (!compiled.ok()) throw std::runtime_error(std::string(compiled.status().message()));
-  const CompiledGraph& code = **compiled;
-  std::vector<void*> buffers;
-  for (const ir::Node* p : graph.parameters) buffers.push_back(p->data()->data());
-  std::vector<std::shared_ptr<HostData>> results;
-  for (int root : graph.roots) {
-    const ir::Node& node = *graph.nodes[root];
-    results.push_back(std::make_shared<HostData>(node.dtype(), std::vector<int64_t>(node.shape().begin(), node.shape().end())));
-    buffers.push_back(results.back()->data());
-  }
-  std::vector<ir::ScalarValue> scalars;
-  for (int s : graph.scalars) scalars.push_back(graph.nodes[s]->scalar());
-  buffers.push_back(scalars.data());
-  const std::vector<int64_t> shapes = lowering::shape_table(graph);
-  std::vector<int64_t> sizes;
-  code.plan().sizes.evaluate(shapes.data(), sizes);
-  std::vector<std::vector<uint8_t>> temps;
-  for (const lowering::TempBuffer& temp : code.plan().temps) {
-    temps.emplace_back(sizes[temp.bytes] + 64);
-    buffers.push_back(temps.back().data() + (64 - reinterpret_cast<uintptr_t>(temps.back().data()) % 64) % 64);
-  }
-  lowering::BoundFrame frame;
-  for (size_t k = 0; k < code.kernels().size(); ++k) {
-    int64_t status = 0;
-    lowering::bind_frame(code.kernels()[k].frame, buffers.data(), shapes.data(), scalars.data(), &status, frame);
-    for (int64_t i = 0; i < sizes[code.kernels()[k].count]; ++i) {
-      if (const int code_word = code.function(k)(frame.args.data(), frame.dims.data(), i, i + 1); code_word != 0) {
-        return {std::move(results), code_word};
-      }
+  test::KernelRun run = test::run_kernels(graph, **compiled, [](lowering::KernelFn f, void* const* args, const int64_t* dims, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+      if (const int status = f(args, dims, i, i + 1); status != 0) return status;
     }
-  }
-  return {std::move(results), 0};
+    return 0;
+  });
+  return {std::move(run.results), run.status};
 }
 
 TEST(GpuBodyTest, ProgramsMatchTheInterpreter) {
