@@ -344,6 +344,31 @@ TEST(Differential, AProductsEpilogueBesideAReshapedInputOfItsShape) {
   expect_matches_interpreter({ir_of(product), ir_of(reshape(input, {2, 1, 3}))}, "product + 1 beside a reshape");
 }
 
+/// A cat along its innermost dim of parts that reshape values of other ranks (a transformer's
+/// head merge of q's, k's and v's gradients: [B, H, T, hd] permuted to [B, T, H, hd], then
+/// [B*T, H*hd]) reads each part by counting its index up, not by dividing it: the same
+/// elements on both tiers, in kernels split across threads in the middle of rows.
+TEST(Differential, ACatOfReshapedPartsCountsTheirIndexUp) {
+  std::mt19937_64 rng(0xca7);
+  for (const std::vector<int64_t>& bhtd : {std::vector<int64_t>{2, 3, 5, 4}, std::vector<int64_t>{3, 4, 67, 16},
+                                         std::vector<int64_t>{1, 1, 1, 1}, std::vector<int64_t>{2, 3, 0, 4}}) {
+    const int64_t b = bhtd[0], h = bhtd[1], t = bhtd[2], d = bhtd[3];
+    std::vector<Tensor> parts;
+    for (int i = 0; i < 3; ++i) {
+      const Tensor x = detail::make_pending(random_leaf(rng, DType::Float32, {b, h, t, d}, {}));
+      parts.push_back(reshape(permute(x * (i + 1.0), {0, 2, 1, 3}), {b * t, h * d}));
+    }
+    const Tensor column = detail::make_pending(random_leaf(rng, DType::Float32, {b * t, 1}, {}));
+    parts.push_back(column);  // a part that is no reshape, between and after them
+    const Tensor merged = cat({parts[0], parts[3], parts[1], parts[2]}, 1);
+    expect_matches_interpreter({ir_of(merged)}, fmt::format("cat of head merges, shape {}x{}x{}x{}", b, h, t, d));
+  }
+  // A part with no columns beside one with some: its value has a dim of 0, never divided by.
+  const Tensor empty = reshape(detail::make_pending(random_leaf(rng, DType::Float32, {3, 0, 4}, {})), {3, 0});
+  const Tensor full_part = reshape(detail::make_pending(random_leaf(rng, DType::Float32, {3, 2, 5}, {})), {3, 10});
+  expect_matches_interpreter({ir_of(cat({empty, full_part, empty}, 1))}, "cat with an empty reshaped part");
+}
+
 /// Products, folds, views and gathers on both tiers: a product and its epilogue (the same fused
 /// multiply-adds in the same order, so bit for bit), row and column folds, argmax, transposes,
 /// slices, concatenation, index_select; odd sizes so that tiles and blocks have remainders.

@@ -119,17 +119,67 @@ class Elementwise {
       if (rank > 1) c.v.unravel_into(node, run, 0, rank - 1, dims);
       Id start = c.i64(0);
       for (int part : c.graph.operands[node]) {
-        const Id end = c.k.add(start, c.v.dim(part, rank - 1));
-        c.k.loop(c.k.max(j0, start), c.k.min(j1, end), [&](Id j) {
-          std::vector<Id> at = dims;
-          at[rank - 1] = c.k.sub(j, start);
-          const Id value = c.v.at(part, Index{std::move(at)});
-          c.k.store(c.v.buffer(out, n.dtype()), c.k.add(base, j), value);
-        });
+        const Id width = c.v.dim(part, rank - 1);
+        const Id end = c.k.add(start, width);
+        const Id lo = c.k.max(j0, start), hi = c.k.min(j1, end);
+        if (reshapes(part)) {
+          reshaped_part(part, c.k.add(c.k.mul(run, width), c.k.sub(lo, start)), lo, hi, base, out);
+        } else {
+          c.k.loop(lo, hi, [&](Id j) {
+            std::vector<Id> at = dims;
+            at[rank - 1] = c.k.sub(j, start);
+            const Id value = c.v.at(part, Index{std::move(at)});
+            c.k.store(c.v.buffer(out, n.dtype()), c.k.add(base, j), value);
+          });
+        }
         start = end;
       }
     });
     return true;
+  }
+
+  /// Whether a cat's `part` reshapes a value of another rank (not only unit dims): read
+  /// through the linear index, each of its elements would divide by every dim of that value.
+  bool reshapes(int part) const {
+    const ir::Node& p = c.node(part);
+    return p.op() == OpKind::Reshape && p.attrs().empty() && c.node(c.graph.operands[part][0]).rank() > 1;
+  }
+
+  /// Positions [lo, hi) of a cat's row `base`, from a part that reshapes value `from`: the
+  /// part's elements from `first` on (its linear index) are `from`'s in row-major order, so
+  /// `from`'s index is unravelled once and then counted up like an odometer (no division per
+  /// element: a transformer's head merge reads [B, T, H, hd] into [B*T, H*hd]).
+  void reshaped_part(int part, Id first, Id lo, Id hi, Id base, int out) {
+    const int from = c.graph.operands[part][0];
+    const int rank = c.node(from).rank();
+    std::vector<int> slots;
+    for (int d = 0; d < rank; ++d) slots.push_back(c.k.new_local(DType::Int64));
+    // Once, when the row holds positions of this part: `from` may have a dim of 0 to divide by.
+    c.k.loop(c.i64(0), c.k.min(c.k.max(c.k.sub(hi, lo), c.i64(0)), c.i64(1)), [&](Id) {
+      std::vector<Id> digits(rank, c.i64(0));
+      c.v.unravel_into(from, first, 0, rank, digits);
+      for (int d = 0; d < rank; ++d) c.k.assign(slots[d], digits[d]);
+    });
+    c.k.loop(lo, hi, [&](Id j) {
+      std::vector<Id> at;
+      for (int slot : slots) at.push_back(c.k.local(slot));
+      c.k.store(c.v.buffer(out, c.node(part).dtype()), c.k.add(base, j), c.v.at(from, Index{at}));
+      // The next index: +1 at the last digit, carried up. Each digit's new value reads the
+      // old values of the digits below it, so they are assigned from the first digit down.
+      std::vector<Id> next(rank);
+      Id carry = c.i64(1);
+      for (int d = rank; d-- > 0;) {
+        const Id sum = c.k.add(at[d], carry);
+        if (d == 0) {
+          next[d] = sum;
+          break;
+        }
+        const Id wraps = c.k.op(OpKind::Eq, DType::Bool, {sum, c.v.dim(from, d)});
+        next[d] = c.k.select(wraps, c.i64(0), sum);
+        carry = c.k.convert(wraps, DType::Int64);
+      }
+      for (int d = 0; d < rank; ++d) c.k.assign(slots[d], next[d]);
+    });
   }
 
   /// A kernel of leaves and elementwise ops alone: adjacent dims that every indexed leaf
