@@ -47,98 +47,124 @@ std::pair<std::string, std::string> ptx_target(const Gpu& gpu) {
   return {fmt::format("sm_{}", std::min(gpu.capability(), 90)), "ptx80"};
 }
 
-GraphRun run_graph(Gpu& gpu, const ir::Graph& graph) {
-  const lowering::LoweredGraph lowered = lowering::lower_graph(graph);
-  const lowering::KernelPlan& plan = lowered.plan;
-  auto [sm, ptx] = ptx_target(gpu);
-  const codegen::GpuArch arch{sm, ptx};
-  Buffers device(gpu);
+namespace {
 
-  // The graph's buffer array, as device pointers: parameters, results, temporaries.
-  std::vector<DevicePtr> buffers;
-  for (const ir::Node* p : graph.parameters) {
-    const DevicePtr pointer = value(device.add(p->data()->size_bytes()));
-    ok(gpu.upload(pointer, p->data()->data(), p->data()->size_bytes()));
-    buffers.push_back(pointer);
+/// One run of a graph on a GPU: its tables on the device, then each kernel launched.
+class GraphLaunch {
+ public:
+  GraphLaunch(Gpu& gpu, const ir::Graph& graph)
+      : gpu_(gpu), graph_(graph), lowered_(lowering::lower_graph(graph)), device_(gpu),
+        shapes_(lowering::shape_table(graph)) {
+    auto [sm, ptx] = ptx_target(gpu);
+    arch_ = {sm, ptx};
+    lowered_.plan.sizes.evaluate(shapes_.data(), sizes_);
+    for (int s : graph.scalars) scalars_.push_back(graph.nodes[s]->scalar());
   }
-  GraphRun run;
-  for (int root : graph.roots) {
-    const ir::Node& node = *graph.nodes[root];
-    ir::HostTensor& result = run.results.emplace_back(ir::HostTensor{node.dtype(), node.shape(), {}});
-    result.bytes.resize(static_cast<size_t>(result.numel() * dtype_size(node.dtype())));
-    const DevicePtr pointer = value(device.add(result.bytes.size()));
-    buffers.push_back(pointer);
-  }
-  const std::vector<int64_t> shapes = lowering::shape_table(graph);
-  std::vector<int64_t> sizes;
-  plan.sizes.evaluate(shapes.data(), sizes);
-  for (const lowering::TempBuffer& temp : plan.temps) {
-    const DevicePtr pointer = value(device.add(static_cast<size_t>(sizes[temp.bytes])));
-    buffers.push_back(pointer);
-  }
-  std::vector<ir::ScalarValue> scalars;
-  for (int s : graph.scalars) scalars.push_back(graph.nodes[s]->scalar());
 
-  // Per kernel: its scalars, dims, status record (an int64) and status word (an int32) on the
-  // device, and its launch parameters; the host copies live until the synchronisation.
-  const size_t kernels = plan.kernels.size();
-  std::vector<lowering::BoundFrame> frames(kernels);
-  std::vector<std::vector<DevicePtr>> args(kernels);
-  std::vector<int64_t> counts(kernels);
-  std::vector<DevicePtr> words(kernels), records(kernels);
-  std::vector<std::vector<void*>> params(kernels);
-  int64_t host_record = 0;
-  std::vector<void*> host_buffers(buffers.size());  // bind_frame's input: device addresses as pointers
-  for (size_t b = 0; b < buffers.size(); ++b) host_buffers[b] = reinterpret_cast<void*>(buffers[b]);
-  for (size_t k = 0; k < kernels; ++k) {
-    const lowering::KernelSpec& spec = plan.kernels[k];
-    if (spec.kind == lowering::KernelKind::Collective) {
-      throw Error("GPU: collectives do not run on a GPU yet");
+  GraphRun run() {
+    GraphRun run = buffers();
+    launches_.reserve(lowered_.kernels.size());  // the launch parameters point into them
+    for (size_t k = 0; k < lowered_.kernels.size(); ++k) launch(k);
+    return collect(std::move(run));
+  }
+
+ private:
+  /// Per kernel: its frame's device copies, and the parameters cuLaunchKernel reads.
+  struct Launch {
+    lowering::BoundFrame frame;
+    std::vector<DevicePtr> args;  // the frame's buffers, then the dims, then the status word
+    int64_t count = 0;
+    DevicePtr record = 0, word = 0;
+    std::vector<void*> params;
+  };
+
+  /// The graph's buffer array on the device (parameters uploaded, results, temporaries), and
+  /// the results' host tensors.
+  GraphRun buffers() {
+    GraphRun run;
+    for (const ir::Node* p : graph_.parameters) {
+      const DevicePtr pointer = value(device_.add(p->data()->size_bytes()));
+      ok(gpu_.upload(pointer, p->data()->data(), p->data()->size_bytes()));
+      buffers_.push_back(pointer);
     }
-    const lowering::LoweredKernel& kernel = lowered.kernels[k];
-    const Function function = value(gpu.load(spec.symbol, [&] { return codegen::compile_ptx(kernel, arch); }));
-    lowering::BoundFrame& frame = frames[k];
-    lowering::bind_frame(spec.frame, host_buffers.data(), shapes.data(), scalars.data(), &host_record, frame);
-    const DevicePtr record = value(device.add(sizeof(int64_t)));
-    const DevicePtr word = value(device.add(sizeof(int32_t)));
-    const DevicePtr dims = value(device.add(frame.dims.size() * sizeof(int64_t)));
-    const DevicePtr scalar_frame = value(device.add(frame.scalars.size() * sizeof(uint64_t)));
-    ok(gpu.fill_zero(record, sizeof(int64_t)));
-    ok(gpu.fill_zero(word, sizeof(int32_t)));
-    ok(gpu.upload(dims, frame.dims.data(), frame.dims.size() * sizeof(int64_t)));
-    ok(gpu.upload(scalar_frame, frame.scalars.data(), frame.scalars.size() * sizeof(uint64_t)));
-    records[k] = record;
-    words[k] = word;
+    for (int root : graph_.roots) {
+      const ir::Node& node = *graph_.nodes[root];
+      ir::HostTensor& result = run.results.emplace_back(ir::HostTensor{node.dtype(), node.shape(), {}});
+      result.bytes.resize(static_cast<size_t>(result.numel() * dtype_size(node.dtype())));
+      buffers_.push_back(value(device_.add(result.bytes.size())));
+    }
+    for (const lowering::TempBuffer& temp : lowered_.plan.temps) {
+      buffers_.push_back(value(device_.add(static_cast<size_t>(sizes_[temp.bytes]))));
+    }
+    for (DevicePtr b : buffers_) addresses_.push_back(reinterpret_cast<void*>(b));
+    return run;
+  }
+
+  /// Kernel `k`: its PTX loaded, its frame bound and copied to the device, its launch queued.
+  void launch(size_t k) {
+    const lowering::KernelSpec& spec = lowered_.plan.kernels[k];
+    if (spec.kind == lowering::KernelKind::Collective) throw Error("GPU: collectives do not run on a GPU yet");
+    const lowering::LoweredKernel& kernel = lowered_.kernels[k];
+    const Function function = value(gpu_.load(spec.symbol, [&] { return codegen::compile_ptx(kernel, arch_); }));
+    Launch& l = launches_.emplace_back();
+    int64_t host_record = 0;  // bound, then replaced by the device's record
+    lowering::bind_frame(spec.frame, addresses_.data(), shapes_.data(), scalars_.data(), &host_record, l.frame);
+    l.record = value(device_.add(sizeof(int64_t)));
+    l.word = value(device_.add(sizeof(int32_t)));
+    const DevicePtr dims = value(device_.add(l.frame.dims.size() * sizeof(int64_t)));
+    const DevicePtr scalars = value(device_.add(l.frame.scalars.size() * sizeof(uint64_t)));
+    ok(gpu_.fill_zero(l.record, sizeof(int64_t)));
+    ok(gpu_.fill_zero(l.word, sizeof(int32_t)));
+    ok(gpu_.upload(dims, l.frame.dims.data(), l.frame.dims.size() * sizeof(int64_t)));
+    ok(gpu_.upload(scalars, l.frame.scalars.data(), l.frame.scalars.size() * sizeof(uint64_t)));
     for (size_t a = 0; a < spec.frame.buffers.size(); ++a) {
       const int b = spec.frame.buffers[a];
-      args[k].push_back(b == lowering::KernelFrame::kScalars  ? scalar_frame
-                        : b == lowering::KernelFrame::kStatus ? record
-                                                              : reinterpret_cast<DevicePtr>(frame.args[a]));
+      l.args.push_back(b == lowering::KernelFrame::kScalars  ? scalars
+                       : b == lowering::KernelFrame::kStatus ? l.record
+                                                             : reinterpret_cast<DevicePtr>(l.frame.args[a]));
     }
-    args[k].push_back(dims);
-    counts[k] = sizes[spec.count];
-    args[k].push_back(word);
-    for (size_t a = 0; a + 1 < args[k].size(); ++a) params[k].push_back(&args[k][a]);
-    params[k].push_back(&counts[k]);
-    params[k].push_back(&args[k].back());
-    ok(gpu.launch(function, counts[k], params[k]));
+    l.args.push_back(dims);
+    l.args.push_back(l.word);
+    l.count = sizes_[spec.count];
+    for (size_t a = 0; a + 1 < l.args.size(); ++a) l.params.push_back(&l.args[a]);
+    l.params.push_back(&l.count);
+    l.params.push_back(&l.args.back());
+    ok(gpu_.launch(function, l.count, l.params));
   }
 
-  std::vector<int32_t> codes(kernels);
-  for (size_t k = 0; k < kernels; ++k) ok(gpu.download(&codes[k], words[k], sizeof(int32_t)));
-  for (size_t r = 0; r < run.results.size(); ++r) {
-    ok(gpu.download(run.results[r].bytes.data(), buffers[graph.parameters.size() + r], run.results[r].bytes.size()));
+  /// The results and the status words downloaded; the first failing kernel's check reported.
+  GraphRun collect(GraphRun run) {
+    std::vector<int32_t> codes(launches_.size());
+    for (size_t k = 0; k < launches_.size(); ++k) ok(gpu_.download(&codes[k], launches_[k].word, sizeof(int32_t)));
+    for (size_t r = 0; r < run.results.size(); ++r) {
+      ok(gpu_.download(run.results[r].bytes.data(), buffers_[graph_.parameters.size() + r], run.results[r].bytes.size()));
+    }
+    ok(gpu_.synchronize());
+    for (size_t k = 0; k < launches_.size(); ++k) {
+      if (codes[k] == 0) continue;
+      run.failed_kernel = static_cast<int>(k);
+      run.code = codes[k];
+      ok(gpu_.download(&run.offending, launches_[k].record, sizeof(int64_t)));
+      ok(gpu_.synchronize());
+      break;
+    }
+    return run;
   }
-  ok(gpu.synchronize());
-  for (size_t k = 0; k < kernels; ++k) {
-    if (codes[k] == 0) continue;
-    run.failed_kernel = static_cast<int>(k);
-    run.code = codes[k];
-    ok(gpu.download(&run.offending, records[k], sizeof(int64_t)));
-    ok(gpu.synchronize());
-    break;
-  }
-  return run;
-}
+
+  Gpu& gpu_;
+  const ir::Graph& graph_;
+  lowering::LoweredGraph lowered_;
+  Buffers device_;
+  codegen::GpuArch arch_;
+  std::vector<int64_t> shapes_, sizes_;
+  std::vector<ir::ScalarValue> scalars_;
+  std::vector<DevicePtr> buffers_;  // the graph's buffer array on the device
+  std::vector<void*> addresses_;    // the same, as bind_frame takes them
+  std::vector<Launch> launches_;
+};
+
+}  // namespace
+
+GraphRun run_graph(Gpu& gpu, const ir::Graph& graph) { return GraphLaunch(gpu, graph).run(); }
 
 }  // namespace lazyjit::runtime::cuda
