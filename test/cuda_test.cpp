@@ -66,11 +66,10 @@ TEST(CudaTest, AFailingCheckReportsItsKernelCodeAndValue) {
 TEST(CudaTest, AKernelIsLoadedOncePerGpuAndBadPtxIsTheDriversError) {
   LAZYJIT_GPU_OR_SKIP(gpu);
   const lowering::LoweredGraph lowered = lowering::lower_graph(graph_of({exp(gpu_test::values<float>({100}, -1, 1, 1))}));
-  const auto [sm, ptx] = ptx_target(*gpu);
   int made = 0;
   auto make = [&] {
     ++made;
-    return codegen::compile_ptx(lowered.kernels[0], {sm, ptx});
+    return codegen::compile_ptx(lowered.kernels[0], ptx_target(*gpu));
   };
   const std::string& symbol = lowered.plan.kernels[0].symbol;
   ASSERT_TRUE(gpu->load(symbol, make).ok());

@@ -46,16 +46,7 @@ Tensor extremum_backward(const Tensor& g, const Tensor& a, const Tensor& y, cons
 }
 
 /// Whether t is a transposed view: its last two dims swapped, others in place.
-bool is_transposed_view(const Tensor& t) {
-  const ir::NodePtr node = t.impl()->ir_value();
-  if (node->op() != ir::OpKind::Permute) return false;
-  const ir::Node::Attrs& perm = node->attrs();
-  const int64_t rank = static_cast<int64_t>(perm.size());
-  for (int64_t d = 0; d < rank - 2; ++d) {
-    if (perm[d] != d) return false;
-  }
-  return perm[rank - 2] == rank - 1 && perm[rank - 1] == rank - 2;
-}
+bool is_transposed_view(const Tensor& t) { return ir::is_transpose(*t.impl()->ir_value()); }
 
 Tensor mT(const Tensor& t) { return transpose(t, -1, -2); }
 

@@ -4,12 +4,12 @@
 
 #include <bit>
 
-#include "ir/philox.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/MDBuilder.h"
 #include "llvm/Support/raw_ostream.h"
 #include "codegen/elementwise.h"
+#include "codegen/philox_llvm.h"
 #include "codegen/portable_math.h"
 #include "lowering/internal_error.h"
 #include "lowering/kernel_abi.h"
@@ -25,50 +25,6 @@ using kir::ExprKind;
 using kir::Id;
 using kir::Stmt;
 using llvm::Value;
-
-/// Philox4x32-10 of (seed, counter) and the uniform or normal value of `dtype` it gives,
-/// exactly as ir/philox.h computes them.
-Value* emit_random(llvm::IRBuilder<>& b, ir::OpKind op, DType dtype, Value* seed, Value* index) {
-  auto* i32 = b.getInt32Ty();
-  auto* i64 = b.getInt64Ty();
-  auto lo = [&](Value* v) { return b.CreateTrunc(v, i32); };
-  auto hi = [&](Value* v) { return b.CreateTrunc(b.CreateLShr(v, 32), i32); };
-  Value* c0 = lo(index);
-  Value* c1 = hi(index);
-  Value* c2 = b.getInt32(0);
-  Value* c3 = b.getInt32(0);
-  Value* k0 = lo(seed);
-  Value* k1 = hi(seed);
-  for (int round = 0; round < ir::philox::kRounds; ++round) {
-    Value* p0 = b.CreateMul(b.getInt64(ir::philox::kMul0), b.CreateZExt(c0, i64));
-    Value* p1 = b.CreateMul(b.getInt64(ir::philox::kMul1), b.CreateZExt(c2, i64));
-    Value* n0 = b.CreateXor(b.CreateXor(hi(p1), c1), k0);
-    Value* n2 = b.CreateXor(b.CreateXor(hi(p0), c3), k1);
-    c1 = lo(p1);
-    c3 = lo(p0);
-    c0 = n0;
-    c2 = n2;
-    k0 = b.CreateAdd(k0, b.getInt32(ir::philox::kWeyl0));
-    k1 = b.CreateAdd(k1, b.getInt32(ir::philox::kWeyl1));
-  }
-  llvm::Type* type = value_type(b.getContext(), dtype);
-  const bool f32 = dtype == DType::Float32;
-  auto scaled = [&](Value* bits, double scale) {
-    return b.CreateFMul(b.CreateUIToFP(bits, type), llvm::ConstantFP::get(type, scale));
-  };
-  auto wide = [&](Value* high, Value* low) {  // (high << 32 | low) >> 11
-    return b.CreateLShr(b.CreateOr(b.CreateShl(b.CreateZExt(high, i64), 32), b.CreateZExt(low, i64)), 11);
-  };
-  if (op == ir::OpKind::Rand) return f32 ? scaled(b.CreateLShr(c0, 8), 0x1p-24) : scaled(wide(c0, c1), 0x1p-53);
-  Value* u1 = f32 ? scaled(b.CreateAdd(b.CreateLShr(c0, 8), b.getInt32(1)), 0x1p-24)
-                  : scaled(b.CreateAdd(wide(c0, c1), b.getInt64(1)), 0x1p-53);
-  Value* u2 = f32 ? scaled(b.CreateLShr(c1, 8), 0x1p-24) : scaled(wide(c2, c3), 0x1p-53);
-  Value* radius = b.CreateUnaryIntrinsic(
-      llvm::Intrinsic::sqrt,
-      b.CreateFMul(llvm::ConstantFP::get(type, -2.0), b.CreateUnaryIntrinsic(llvm::Intrinsic::log, u1)));
-  Value* angle = b.CreateFMul(llvm::ConstantFP::get(type, 6.283185307179586), u2);
-  return b.CreateFMul(radius, b.CreateUnaryIntrinsic(llvm::Intrinsic::cos, angle));
-}
 
 class Emitter {
  public:
@@ -415,9 +371,9 @@ class Emitter {
   /// A GPU thread's micro-kernel: scalar accumulators in the tile itself, B's rows read
   /// where they lie (packed or in place, no panel: a GPU thread's stack is small and slow).
   void matmul_scalar(const kir::MicroKernel& m) {
-    const DType dtype = k_.buffers[m.b].dtype;
-    const MatmulTiling tiling = matmul_tiling(dtype_size(dtype));
-    llvm::Type* scalar = value_type(ctx_, dtype);
+    const Tile t = tile_of(m);
+    const MatmulTiling& tiling = t.tiling;
+    llvm::Type* scalar = t.scalar;
     Value* tile = locals_[m.tile];
     counted_loop(i64(0), i64(tiling.mr * tiling.nr), "zero", [&](Value* i) {
       b_.CreateStore(llvm::Constant::getNullValue(scalar), b_.CreateInBoundsGEP(scalar, tile, i));
@@ -441,7 +397,7 @@ class Emitter {
           Value* slot = b_.CreateInBoundsGEP(scalar, tile, b_.CreateAdd(i64(r * tiling.nr), j));
           Value* x = b_.CreateLoad(scalar, b_.CreateInBoundsGEP(scalar, b_buffer, b_.CreateAdd(b_row, j)));
           Value* sum = b_.CreateLoad(scalar, slot);
-          sum = is_floating(dtype) ? b_.CreateIntrinsic(llvm::Intrinsic::fma, {scalar}, {a, x, sum})
+          sum = is_floating(t.dtype) ? b_.CreateIntrinsic(llvm::Intrinsic::fma, {scalar}, {a, x, sum})
                                    : b_.CreateAdd(b_.CreateMul(a, x), sum);
           b_.CreateStore(sum, slot);
         });
@@ -471,7 +427,7 @@ llvm::Function* emit_body(const kir::Kernel& kernel, const std::string& symbol, 
   llvm::LLVMContext& ctx = module.getContext();
   auto* ptr = llvm::PointerType::get(ctx, 0);
   auto* i64 = llvm::Type::getInt64Ty(ctx);
-  const unsigned pointers = static_cast<unsigned>(kernel.buffers.size()) + (kernel.num_scalars > 0 ? 1 : 0);
+  const unsigned pointers = frame_pointers(kernel);
   std::vector<llvm::Type*> params(pointers + 1, ptr);  // the buffers, the scalar frame, the dims
   params.push_back(i64);
   params.push_back(i64);
@@ -489,7 +445,7 @@ void emit_llvm(const kir::Kernel& kernel, const std::string& symbol, llvm::Modul
   llvm::IRBuilder<> b(ctx);
   auto* ptr = b.getPtrTy();
   auto* i64 = b.getInt64Ty();
-  const unsigned pointers = static_cast<unsigned>(kernel.buffers.size()) + (kernel.num_scalars > 0 ? 1 : 0);
+  const unsigned pointers = frame_pointers(kernel);
   llvm::Function* body = emit_body(kernel, symbol, module, body_target);
 
   auto* entry = llvm::Function::Create(llvm::FunctionType::get(b.getInt32Ty(), {ptr, ptr, i64, i64}, false),

@@ -17,6 +17,12 @@ namespace lazyjit::codegen {
 /// portable math (portable_math.h).
 enum class EmitTarget { Cpu, Gpu };
 
+/// The pointers a kernel's entry passes its body before the dims: its buffers, then its
+/// scalar frame if it reads scalars.
+inline unsigned frame_pointers(const kir::Kernel& kernel) {
+  return static_cast<unsigned>(kernel.buffers.size()) + (kernel.num_scalars > 0 ? 1 : 0);
+}
+
 /// Emits `kernel`'s code into `module` as the internal function `symbol.body`:
 /// `i32 (ptr buffers..., [ptr scalars], ptr dims, i64 begin, i64 end)`, running iterations
 /// [begin, end) of its parallel loop and returning the status word. The buffer pointers are

@@ -53,7 +53,7 @@ void emit_entry(const kir::Kernel& kernel, const std::string& symbol, llvm::Func
   llvm::IRBuilder<> b(ctx);
   auto* global = b.getPtrTy(1);
   auto* i64 = b.getInt64Ty();
-  const unsigned pointers = static_cast<unsigned>(kernel.buffers.size()) + (kernel.num_scalars > 0 ? 1 : 0);
+  const unsigned pointers = frame_pointers(kernel);
   std::vector<llvm::Type*> params(pointers + 1, global);  // the buffers, the scalar frame, the dims
   params.push_back(i64);                                  // the iteration count
   params.push_back(global);                               // the status word
@@ -122,12 +122,8 @@ void optimize(llvm::Module& module, llvm::TargetMachine& target) {
   passes.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(module, mam);
 }
 
-}  // namespace
-
-absl::StatusOr<std::string> compile_ptx(const lowering::LoweredKernel& kernel, const GpuArch& arch) {
-  absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> target = nvptx_target(arch);
-  if (!target.ok()) return target.status();
-  llvm::TargetMachine& machine = **target;
+/// The kernel's PTX from `machine`, an NVPTX target.
+absl::StatusOr<std::string> compile_with(const lowering::LoweredKernel& kernel, llvm::TargetMachine& machine) {
   const std::string symbol = "lj_" + kernel.content.to_hex();
   llvm::LLVMContext ctx;
   llvm::Module module(symbol, ctx);
@@ -151,10 +147,20 @@ absl::StatusOr<std::string> compile_ptx(const lowering::LoweredKernel& kernel, c
   return std::string(text.str());
 }
 
+}  // namespace
+
+absl::StatusOr<std::string> compile_ptx(const lowering::LoweredKernel& kernel, const GpuArch& arch) {
+  absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> target = nvptx_target(arch);
+  if (!target.ok()) return target.status();
+  return compile_with(kernel, **target);
+}
+
 absl::StatusOr<std::string> ptx_text(const lowering::LoweredGraph& lowered, const GpuArch& arch) {
+  absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> target = nvptx_target(arch);
+  if (!target.ok()) return target.status();
   std::string text;
   for (const lowering::LoweredKernel& kernel : lowered.kernels) {
-    absl::StatusOr<std::string> ptx = compile_ptx(kernel, arch);
+    absl::StatusOr<std::string> ptx = compile_with(kernel, **target);
     if (!ptx.ok()) return ptx.status();
     text += *ptx;
   }

@@ -100,4 +100,14 @@ bool is_fold_combine(OpKind op);
 /// Whether `admits` accepts operands of `dtype`.
 bool admits_dtype(Admits admits, DType dtype);
 
+/// Whether `op` on floats calls a math function (libm's or libmvec's; the GPU's portable math).
+constexpr bool calls_math(OpKind op) {
+  switch (op) {
+    case OpKind::Exp: case OpKind::Log: case OpKind::Sin: case OpKind::Cos: case OpKind::Tanh:
+    case OpKind::Erf: case OpKind::Pow: case OpKind::Sigmoid: case OpKind::Gelu: case OpKind::Log1p:
+    case OpKind::Expm1: return true;
+    default: return false;
+  }
+}
+
 }  // namespace lazyjit::ir

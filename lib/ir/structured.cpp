@@ -508,6 +508,16 @@ bool operand_index(const Node& node, IndexArith& arith, std::span<const IndexAri
 
 std::string division_error(OpKind op) { return fmt::format("{}: integer division by zero", op_name(op)); }
 
+bool is_transpose(const Node& node) {
+  if (node.op() != OpKind::Permute) return false;
+  const Node::Attrs& perm = node.attrs();
+  const int64_t rank = static_cast<int64_t>(perm.size());
+  for (int64_t d = 0; d < rank - 2; ++d) {
+    if (perm[d] != d) return false;
+  }
+  return rank >= 2 && perm[rank - 2] == rank - 1 && perm[rank - 1] == rank - 2;
+}
+
 std::string_view user_op_name(OpKind op, const Node::Attrs& attrs) {
   if (op == OpKind::Scatter) return attrs[1] == 1 ? "scatter_add" : "scatter";
   if (op == OpKind::IndexScatter && attrs.size() == 3 && attrs[2] == 1) return "index_put";

@@ -75,6 +75,9 @@ struct Window {
 /// gradient so that the window is such an operand.
 const Node* window_rows_base(const Node& operand);
 
+/// Whether `node` is a transpose: a permute of its last two dims, the others in place.
+bool is_transpose(const Node& node);
+
 /// The name a user knows `op` by: a scatter's public function (scatter_add, index_copy, ...).
 std::string_view user_op_name(OpKind op, const Node::Attrs& attrs);
 /// The error of an index out of range at run time (IndexSelect, Gather): found by the

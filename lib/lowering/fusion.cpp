@@ -36,12 +36,7 @@ bool computes_math(const ir::Graph& graph, const std::vector<bool>& cuts, int no
     stack.pop_back();
     if (seen[i] || graph.parameter_slot[i] >= 0 || is_boundary(graph, i) || (cuts[i] && i != node)) continue;
     seen[i] = true;
-    switch (graph.nodes[i]->op()) {
-      case OpKind::Exp: case OpKind::Log: case OpKind::Log1p: case OpKind::Expm1: case OpKind::Sin: case OpKind::Cos:
-      case OpKind::Tanh: case OpKind::Sigmoid: case OpKind::Erf: case OpKind::Gelu: case OpKind::Pow:
-        return true;
-      default: break;
-    }
+    if (ir::calls_math(graph.nodes[i]->op())) return true;
     for (int operand : graph.operands[i]) stack.push_back(operand);
   }
   return false;

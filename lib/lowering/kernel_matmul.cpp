@@ -2,6 +2,7 @@
 // fused epilogue.
 #include <vector>
 
+#include "ir/structured.h"
 #include "lowering/fusion.h"
 #include "lowering/internal_error.h"
 #include "lowering/kernel_context.h"
@@ -40,18 +41,6 @@ class Matmul {
     return g;
   }
 
-  /// Whether `node` views another value with its last two dims swapped (x^T of a weight
-  /// gradient): its rows lie along that value's columns.
-  bool transposed(int node) const {
-    const ir::Node& n = c.node(node);
-    const int64_t rank = n.rank();
-    if (n.op() != OpKind::Permute || rank < 2) return false;
-    for (int64_t d = 0; d < rank - 2; ++d) {
-      if (n.attrs()[d] != d) return false;
-    }
-    return n.attrs()[rank - 2] == rank - 1 && n.attrs()[rank - 1] == rank - 2;
-  }
-
   /// PackA: panel t holds MR rows of one batch of A as [K][MR] (rows past M are zero).
   /// PackB: panel t holds NR columns of one batch of B as [K][NR] (columns past N are zero).
   /// The operand's expression is evaluated as it is packed (a transpose or an activation
@@ -81,7 +70,7 @@ class Matmul {
         c.k.store(buffer, slot(kk, lane), c.v.at(operand, Index{dims}));
       };
       auto zero = [&](Id kk, Id lane) { c.k.store(buffer, slot(kk, lane), c.k.constant(c.v.dtype(operand), 0)); };
-      if (left && !transposed(operand)) {  // read A along its rows
+      if (left && !ir::is_transpose(c.node(operand))) {  // read A along its rows (x^T's lie along x's columns)
         c.k.loop(c.i64(0), inside, [&](Id lane) { c.k.loop(c.i64(0), g.k, [&](Id kk) { element(kk, lane); }); });
         c.k.loop(inside, c.i64(width), [&](Id lane) { c.k.loop(c.i64(0), g.k, [&](Id kk) { zero(kk, lane); }); });
       } else {  // B, or a transposed A: a panel row is `width` contiguous elements

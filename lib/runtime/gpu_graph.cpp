@@ -43,7 +43,7 @@ T value(absl::StatusOr<T> v) {
 
 }  // namespace
 
-std::pair<std::string, std::string> ptx_target(const Gpu& gpu) {
+codegen::GpuArch ptx_target(const Gpu& gpu) {
   return {fmt::format("sm_{}", std::min(gpu.capability(), 90)), "ptx80"};
 }
 
@@ -53,10 +53,8 @@ namespace {
 class GraphLaunch {
  public:
   GraphLaunch(Gpu& gpu, const ir::Graph& graph)
-      : gpu_(gpu), graph_(graph), lowered_(lowering::lower_graph(graph)), device_(gpu),
+      : gpu_(gpu), graph_(graph), lowered_(lowering::lower_graph(graph)), device_(gpu), arch_(ptx_target(gpu)),
         shapes_(lowering::shape_table(graph)) {
-    auto [sm, ptx] = ptx_target(gpu);
-    arch_ = {sm, ptx};
     lowered_.plan.sizes.evaluate(shapes_.data(), sizes_);
     for (int s : graph.scalars) scalars_.push_back(graph.nodes[s]->scalar());
   }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "codegen/kir_nvptx.h"
 #include "ir/interpreter.h"
 #include "runtime/cuda_driver.h"
 
@@ -21,7 +22,7 @@ struct GraphRun {
 
 /// The PTX target for `gpu`: its own sm up to sm_90 (newer GPUs run sm_90 PTX through the
 /// driver's JIT), PTX ISA 8.0.
-std::pair<std::string, std::string> ptx_target(const Gpu& gpu);
+codegen::GpuArch ptx_target(const Gpu& gpu);
 
 /// Runs `graph` on `gpu`. Throws lazyjit::Error for a kernel that cannot be made into PTX
 /// and for the driver's errors.

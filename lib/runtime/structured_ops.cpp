@@ -586,8 +586,8 @@ namespace {
 /// t[mask] = values (PyTorch's index_put with a bool mask over t's first mask.rank() dims):
 /// values may not depend on how many elements the mask selects, so they broadcast to one
 /// selected row (t's other dims), and the put is a where().
-Tensor masked_put(const Tensor& t, const ir::NodePtr& x, const ir::NodePtr& m, const Tensor& mask, const Tensor& values,
-                  bool accumulate) {
+Tensor masked_put(const Tensor& t, const Tensor& mask, const Tensor& values, bool accumulate) {
+  const ir::NodePtr x = value_of(t, "index_put"), m = value_of(mask, "index_put");
   const ir::Shape& shape = x->shape();
   const size_t k = m->shape().size();
   if (k > shape.size() || !std::equal(m->shape().begin(), m->shape().end(), shape.begin())) {
@@ -620,7 +620,7 @@ Tensor masked_put(const Tensor& t, const ir::NodePtr& x, const ir::NodePtr& m, c
 Tensor index_put(const Tensor& t, const Tensor& index, const Tensor& values, bool accumulate) {
   ir::NodePtr x = value_of(t, "index_put");
   ir::NodePtr i = value_of(index, "index_put");
-  if (i->dtype() == DType::Bool) return masked_put(t, x, i, index, values, accumulate);
+  if (i->dtype() == DType::Bool) return masked_put(t, index, values, accumulate);
   if (x->rank() == 0) throw Error("index_put: a rank-0 tensor has no dim to index");
   if (i->dtype() != DType::Int32 && i->dtype() != DType::Int64) {
     throw Error(fmt::format("index_put: indices must be int32, int64 or a bool mask, got {}", dtype_name(i->dtype())));

@@ -180,18 +180,9 @@ void float_math(const void* const* operands, void* out_raw, int64_t n) {
   }
 }
 
-constexpr bool uses_math(OpKind op) {
-  switch (op) {
-    case OpKind::Exp: case OpKind::Log: case OpKind::Sin: case OpKind::Cos: case OpKind::Tanh:
-    case OpKind::Erf: case OpKind::Pow: case OpKind::Sigmoid: case OpKind::Gelu: case OpKind::Log1p:
-    case OpKind::Expm1: return true;
-    default: return false;
-  }
-}
-
 template <OpKind op, class T, int arity>
 void same(const void* const* operands, void* out_raw, int64_t n) {
-  if constexpr (std::is_floating_point_v<T> && uses_math(op)) {
+  if constexpr (std::is_floating_point_v<T> && ir::calls_math(op)) {
     float_math<op, T>(operands, out_raw, n);
   } else {
     auto* out = static_cast<Stored<T>*>(out_raw);

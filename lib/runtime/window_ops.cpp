@@ -48,7 +48,7 @@ Tensor window_view(std::string_view op, const Tensor& x, int64_t groups, Size2 k
 /// `x` ([N, C, H, W]) with `padding` rows and columns of zeros on each side.
 Tensor zero_pad(const Tensor& x, Size2 padding) {
   Tensor padded = x;
-  for (const auto [dim, pad] : {std::pair{3, padding.w}, std::pair{2, padding.h}}) {
+  for (const auto& [dim, pad] : {std::pair{3, padding.w}, std::pair{2, padding.h}}) {
     if (pad == 0) continue;
     std::vector<int64_t> edge = padded.shape();
     edge[dim] = pad;
