@@ -146,39 +146,30 @@ class Elementwise {
   }
 
   /// Positions [lo, hi) of a cat's row `base`, from a part that reshapes value `from`: the
-  /// part's elements from `first` on (its linear index) are `from`'s in row-major order, so
-  /// `from`'s index is unravelled once and then counted up like an odometer (no division per
-  /// element: a transformer's head merge reads [B, T, H, hd] into [B*T, H*hd]).
+  /// part's elements from `first` on (its linear index) are `from`'s in row-major order. They
+  /// are read a row of `from`'s last dim at a time: a loop over those rows, each unravelled
+  /// once, around a loop along the last dim whose reads and stores are strided (no division
+  /// per element, and no state carried from one element to the next: a transformer's head
+  /// merge reads [B, T, H, hd] into [B*T, H*hd] as runs of hd).
   void reshaped_part(int part, Id first, Id lo, Id hi, Id base, int out) {
     const int from = c.graph.operands[part][0];
     const int rank = c.node(from).rank();
-    std::vector<int> slots;
-    for (int d = 0; d < rank; ++d) slots.push_back(c.k.new_local(DType::Int64));
-    // Once, when the row holds positions of this part: `from` may have a dim of 0 to divide by.
-    c.k.loop(c.i64(0), c.k.min(c.k.max(c.k.sub(hi, lo), c.i64(0)), c.i64(1)), [&](Id) {
-      std::vector<Id> digits(rank, c.i64(0));
-      c.v.unravel_into(from, first, 0, rank, digits);
-      for (int d = 0; d < rank; ++d) c.k.assign(slots[d], digits[d]);
-    });
-    c.k.loop(lo, hi, [&](Id j) {
-      std::vector<Id> at;
-      for (int slot : slots) at.push_back(c.k.local(slot));
-      c.k.store(c.v.buffer(out, c.node(part).dtype()), c.k.add(base, j), c.v.at(from, Index{at}));
-      // The next index: +1 at the last digit, carried up. Each digit's new value reads the
-      // old values of the digits below it, so they are assigned from the first digit down.
-      std::vector<Id> next(rank);
-      Id carry = c.i64(1);
-      for (int d = rank; d-- > 0;) {
-        const Id sum = c.k.add(at[d], carry);
-        if (d == 0) {
-          next[d] = sum;
-          break;
-        }
-        const Id wraps = c.k.op(OpKind::Eq, DType::Bool, {sum, c.v.dim(from, d)});
-        next[d] = c.k.select(wraps, c.i64(0), sum);
-        carry = c.k.convert(wraps, DType::Int64);
-      }
-      for (int d = 0; d < rank; ++d) c.k.assign(slots[d], next[d]);
+    const Id count = c.k.max(c.k.sub(hi, lo), c.i64(0));
+    const Id last = c.v.dim(from, rank - 1);
+    const Id run = c.k.max(last, c.i64(1));  // a dim of 0 has no elements: never divided by
+    const Id stop = c.k.add(first, count);   // one past the last linear index
+    c.k.loop(c.k.div(first, run), c.k.div(c.k.add(stop, c.k.sub(run, c.i64(1))), run), [&](Id row) {
+      std::vector<Id> at(rank, c.i64(0));
+      c.v.unravel_into(from, row, 0, rank - 1, at);
+      const Id row_first = c.k.mul(row, run);
+      const Id t0 = c.k.max(c.k.sub(first, row_first), c.i64(0));
+      const Id t1 = c.k.min(c.k.sub(stop, row_first), last);
+      const Id shift = c.k.sub(c.k.add(base, lo), first);  // out's offset of linear index 0
+      c.k.loop(t0, t1, [&](Id t) {
+        at[rank - 1] = t;
+        const Id value = c.v.at(from, Index{at});
+        c.k.store(c.v.buffer(out, c.node(part).dtype()), c.k.add(c.k.add(shift, row_first), t), value);
+      });
     });
   }
 
