@@ -22,7 +22,7 @@ GraphValues::GraphValues(kir::Builder& k, const ir::Graph& graph, const KernelPl
 
 Id GraphValues::dim(int node, int d) {
   if (graph_.nodes[node]->shape()[d] == 1) return k_.index(1);
-  const int offset = offsets_[node] + d;
+  const int offset = plan_.dim_class[offsets_[node] + d];
   const auto [it, fresh] = dims_.try_emplace(offset, 0);
   if (fresh) {
     it->second = k_.new_dim();

@@ -178,6 +178,8 @@ struct KernelPlan {
   std::vector<bool> cuts;      ///< per node: an elementwise or view node stored by a kernel of its
                                ///< own, so that no kernel computes a chain deeper than kMaxFusedDepth
   SizeProgram sizes;           ///< launch geometry and temporary sizes over the shape table
+  std::vector<int> dim_class;  ///< per shape-table position: the one a kernel reads its size
+                               ///< at (dim_classes in fusion.h)
   std::vector<int> writer_of;  ///< per result: the kernel that writes it
   std::vector<std::vector<int>> donatable;  ///< per result: the parameter slots whose buffer it may
                                             ///< take over at a step barrier, if their shapes match

@@ -11,6 +11,7 @@ namespace lazyjit::lowering {
 
 KernelPlan plan_graph(const ir::Graph& graph) {
   KernelPlan plan = plan_kernels(graph);
+  plan.dim_class = dim_classes(graph);
   plan_temp_sizes(graph, plan);
   plan_donation_candidates(graph, plan);
   return plan;
