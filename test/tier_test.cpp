@@ -11,6 +11,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "lowering/kir.h"
+#include "runtime/tier0.h"
 #include "tier.h"
 
 namespace lazyjit {
@@ -29,6 +31,73 @@ std::vector<float> program(const std::vector<float>& x_values) {
   const Tensor x = Tensor::from_vector<float>(x_values, {64, 16});
   const Tensor y = softmax(relu(x * 0.5 - 1.0), 1) + 2.0;
   return y.to_vector<float>();
+}
+
+/// A pack of A's rows in panels of 6 (out[p][k][r] = in[6p + r][k], zeros past the last
+/// row): tier 0 runs its short lane loops under the long K loop inverted. The same stores.
+TEST(TierZeroTest, AShortLoopUnderALongOneStoresWhatItStoresInOrder) {
+  kir::Builder k;
+  const int in = k.new_buffer(DType::Float32), out = k.new_buffer(DType::Float32);
+  const kir::Id rows = k.dim(k.new_dim()), depth = k.dim(k.new_dim()), mr = k.index(6);
+  k.loop(k.begin(), k.end(), [&](kir::Id panel) {
+    const kir::Id first = k.mul(panel, mr), lanes = k.min(mr, k.sub(rows, first));
+    const kir::Id base = k.mul(k.mul(panel, depth), mr);
+    k.loop(k.index(0), depth, [&](kir::Id kk) {
+      k.loop(k.index(0), lanes, [&](kir::Id r) {
+        k.store(out, k.add(base, k.add(k.mul(kk, mr), r)), k.load(in, k.add(k.mul(k.add(first, r), depth), kk)));
+      });
+      k.loop(lanes, mr, [&](kir::Id r) {
+        k.store(out, k.add(base, k.add(k.mul(kk, mr), r)), k.float_constant(DType::Float32, 0));
+      });
+    });
+  });
+  k.kernel().kind = "panel";
+  k.kernel().count = k.ceil_div(rows, mr);
+  k.kernel().work = depth;
+  const runtime::Tier0Kernel kernel(k.take());
+  const int64_t n = 13, depth_value = 37, panels = 3;
+  std::vector<float> a(static_cast<size_t>(n * depth_value)), packed(static_cast<size_t>(panels * depth_value * 6), -1);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i);
+  void* args[] = {a.data(), packed.data()};
+  const int64_t dims[] = {n, depth_value};
+  ASSERT_EQ(kernel.run(args, dims, 0, panels), 0);
+  for (int64_t p = 0; p < panels; ++p) {
+    for (int64_t kk = 0; kk < depth_value; ++kk) {
+      for (int64_t r = 0; r < 6; ++r) {
+        const float expected = 6 * p + r < n ? a[static_cast<size_t>((6 * p + r) * depth_value + kk)] : 0.0f;
+        ASSERT_EQ(packed[static_cast<size_t>((p * depth_value + kk) * 6 + r)], expected) << p << " " << kk << " " << r;
+      }
+    }
+  }
+}
+
+/// Stores at offsets read from data may write one element twice: such a nest runs in its
+/// order (the element written by iterations (7, 0) and, before it, (0, 1) ends with the
+/// former's value; inverted it would end with the latter's).
+TEST(TierZeroTest, StoresAtOffsetsReadFromDataKeepTheirOrder) {
+  kir::Builder k;
+  const int index = k.new_buffer(DType::Int64), out = k.new_buffer(DType::Int64);
+  k.loop(k.begin(), k.end(), [&](kir::Id) {
+    k.loop(k.index(0), k.dim(k.new_dim()), [&](kir::Id i) {
+      k.loop(k.index(0), k.index(2), [&](kir::Id j) {
+        const kir::Id position = k.add(k.mul(i, k.index(2)), j);
+        k.store(out, k.load(index, position), position);
+      });
+    });
+  });
+  k.kernel().kind = "element";
+  k.kernel().count = k.index(1);
+  k.kernel().work = k.index(16);
+  const runtime::Tier0Kernel kernel(k.take());
+  std::vector<int64_t> where(16), written(16, -1);
+  for (int64_t p = 0; p < 16; ++p) where[static_cast<size_t>(p)] = p;
+  where[1] = 0;   // iteration (0, 1)
+  where[14] = 0;  // iteration (7, 0), after it
+  void* args[] = {where.data(), written.data()};
+  const int64_t dims[] = {8};
+  ASSERT_EQ(kernel.run(args, dims, 0, 1), 0);
+  EXPECT_EQ(written[0], 14);
+  EXPECT_EQ(written[15], 15);
 }
 
 TEST(TierTest, AutoRunsANewGraphAtOnceAndCompiledCodeAfterItsBackgroundCompile) {

@@ -68,7 +68,10 @@ struct MicroKernel {
 /// Statements run in order. Expressions are evaluated where a statement uses them, so a
 /// load sees every store before it, and each Store evaluates all its values before it
 /// writes any (a result written into a donated buffer cannot clobber an element another
-/// result of the same statement still reads).
+/// result of the same statement still reads). Two iterations of a loop nest store to one
+/// element only at offsets that read data (a scatter): a nest of stores at offsets of index
+/// arithmetic that reads nothing it stores may run its iterations in another order (tier 0
+/// inverts such nests, tier0.cpp).
 /// A Fold combines a value into a local accumulator (`l = op(l, value)`, op Add, Maximum or
 /// Minimum); its order is the loops' order, except that a float sum may keep partial sums
 /// in vector lanes (the same lanes on every run, whatever the thread count).

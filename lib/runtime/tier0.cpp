@@ -80,6 +80,101 @@ bool innermost(const Stmt& loop) {
                       [](const Stmt& s) { return s.kind == Stmt::Kind::For || s.kind == Stmt::Kind::Matmul; });
 }
 
+/// Loop nests inverted so that tier 0's blocks are long (Tier0Kernel's constructor).
+///
+/// Tier 0 runs an innermost loop a block at a time, and a block costs a fixed amount besides
+/// its lanes. A nest whose inner loops are short under a long one (a pack: MR or NR lanes for
+/// each of K steps) would pay that cost per handful of elements, so the nest runs inverted:
+/// each short inner loop outside, the long one inside it. That reorders the nest's stores,
+/// which is the same result when its iterations are independent: its inner loops hold stores
+/// only (no fold, assignment or check), at offsets of index arithmetic alone (no data-dependent
+/// scatter: the lowering's kernels store such an element once), and nothing in the nest reads
+/// a buffer the nest stores to.
+class NestInverter {
+ public:
+  /// Inner loops of at most this many iterations under a longer loop are inverted.
+  static constexpr int64_t kShort = 32;
+
+  explicit NestInverter(const kir::Kernel& k) : k_(k), vars_(k.exprs.size(), 0), loads_(k.exprs.size(), 0) {
+    for (size_t i = 0; i < k.exprs.size(); ++i) {
+      const Expr& e = k.exprs[i];
+      for (Id o : e.operands) {
+        vars_[i] |= vars_[o];
+        loads_[i] |= loads_[o];
+      }
+      if (e.kind == ExprKind::Var) vars_[i] |= bit(e.slot);
+      if (e.kind == ExprKind::Load) loads_[i] |= bit(e.slot);
+    }
+  }
+
+  void invert(std::vector<Stmt>& body) const {
+    std::vector<Stmt> out;
+    for (Stmt& s : body) {
+      if (s.kind != Stmt::Kind::For) {
+        out.push_back(std::move(s));
+      } else if (!invertible(s)) {
+        invert(s.body);
+        out.push_back(std::move(s));
+      } else {
+        for (Stmt& inner : s.body) {  // the nest split into one per inner loop, short ones inverted
+          Stmt outer = s;
+          outer.body.clear();
+          if (short_under(inner, s)) {
+            std::swap(outer.body, inner.body);
+            inner.body.push_back(std::move(outer));
+            out.push_back(std::move(inner));
+          } else {
+            outer.body.push_back(std::move(inner));
+            out.push_back(std::move(outer));
+          }
+        }
+      }
+    }
+    body = std::move(out);
+  }
+
+ private:
+  /// The largest value `e` may take, if its expression bounds it.
+  std::optional<int64_t> upper(Id e) const {
+    const Expr& x = k_.exprs[e];
+    if (x.kind == ExprKind::Const) return x.bits;
+    if (x.kind != ExprKind::Index) return std::nullopt;
+    const auto op = static_cast<kir::IndexOp>(x.op);
+    const std::optional<int64_t> a = upper(x.operands[0]), b = upper(x.operands[1]);
+    if (op == kir::IndexOp::Min) return a && b ? std::min(*a, *b) : a ? a : b;
+    if (op == kir::IndexOp::Max && a && b) return std::max(*a, *b);
+    return std::nullopt;
+  }
+
+  bool short_under(const Stmt& inner, const Stmt& outer) const {
+    const std::optional<int64_t> n = upper(inner.hi), m = upper(outer.hi);
+    return n && *n <= kShort && (!m || *m > *n);
+  }
+
+  bool invertible(const Stmt& nest) const {
+    uint64_t stored = 0, read = 0;
+    bool any_short = false;
+    for (const Stmt& inner : nest.body) {
+      if (inner.kind != Stmt::Kind::For) return false;
+      if (((vars_[inner.lo] | vars_[inner.hi]) & bit(nest.slot)) != 0) return false;
+      read |= loads_[inner.lo] | loads_[inner.hi];
+      for (const Stmt& t : inner.body) {
+        if (t.kind != Stmt::Kind::Store) return false;
+        for (size_t i = 0; i < t.values.size(); ++i) {
+          if (loads_[t.offsets[i]] != 0) return false;
+          stored |= bit(t.buffers[i]);
+          read |= loads_[t.values[i]];
+        }
+      }
+      any_short = any_short || short_under(inner, nest);
+    }
+    return any_short && (stored & read) == 0;
+  }
+
+  const kir::Kernel& k_;
+  std::vector<uint64_t> vars_, loads_;  // per expression: the loop variables and buffers it reads
+};
+
 }  // namespace
 
 namespace {
@@ -314,6 +409,7 @@ int Program::build_block_loop(const Stmt& s, int depth, const std::vector<bool>&
 Tier0Kernel::Tier0Kernel(const kir::Kernel& kernel) {
   auto p = std::make_unique<Program>();
   p->k = kernel;
+  NestInverter(p->k).invert(p->k.body);
   p->table = &tier0::block_table();
   p->analyse();
   std::vector<bool> computed(p->k.exprs.size(), false);
