@@ -439,7 +439,9 @@ TEST(Differential, ScansAndScatters) {
         ir_of(scatter_add(src_small, 0, per_element, src_small)), ir_of(scatter(src_small, 0, per_element, src_small)),
         ir_of(scatter_add(src_small, 1, per_element, src_small)), ir_of(scatter(src_small, -1, per_element, src_small)),
         ir_of(index_add(a, 0, none, detail::make_pending(random_leaf(rng, dtype, {0, 53}, {-2, 2})))),
-        ir_of(index_put(a, Tensor::from_vector<int64_t>({-1, 3, -1}, {3}), slice(src_rows, 0, 0, 3), true))};
+        ir_of(index_put(a, Tensor::from_vector<int64_t>({-1, 3, -1}, {3}), slice(src_rows, 0, 0, 3), true)),
+        ir_of(index_put(a, {Tensor::from_vector<int64_t>({-1, 3, -1, 0}, {4}), Tensor::from_vector<int32_t>({52, 0, 52, -53}, {4})},
+                        reshape(slice(slice(src_rows, 0, 0, 1), 1, 0, 4), {4}), true))};
     if (dtype != DType::Bool) {
       scatters.push_back(ir_of(index_add(zeros({40, 53}, dtype), 0, rows, src_rows * 3) + 1));  // fused input and src
     }

@@ -247,6 +247,50 @@ TEST(ScatterTest, AddsInSrcOrderAndCopiesKeepTheLastWrite) {
             (std::vector<float>{0, 1, 4, 5, 4, 5}));
 }
 
+// t[i0, i1] = values, as PyTorch's index_put with a tuple of indices: the indices broadcast
+// together, each selects along its own dim, the dims after them go whole; negative indices
+// count from the end; accumulate adds repeated positions in order.
+TEST(ScatterTest, IndexPutWithOneIndexPerLeadingDim) {
+  std::vector<float> values(24);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i);
+  const Tensor x = Tensor::from_vector<float>(values, {3, 4, 2});
+  const Tensor i0 = Tensor::from_vector<int64_t>({0, 2, -1}, {3});
+  const Tensor i1 = Tensor::from_vector<int32_t>({1, -1, 0}, {3});
+  std::vector<float> expected = values;
+  for (int64_t c = 0; c < 2; ++c) {
+    expected[(0 * 4 + 1) * 2 + c] = 100;
+    expected[(2 * 4 + 3) * 2 + c] = 101;  // (2, -1) is (2, 3); (-1, 0) is (2, 0)
+    expected[(2 * 4 + 0) * 2 + c] = 102;
+  }
+  EXPECT_EQ(index_put(x, {i0, i1}, Tensor::from_vector<float>({100, 101, 102}, {3, 1})).to_vector<float>(), expected);
+  // A whole row (index 0 broadcast against a column of indices), all three dims, and adds.
+  const Tensor row = Tensor::from_vector<int64_t>({1}, {1});
+  const Tensor columns = Tensor::from_vector<int64_t>({0, 1, 2, 3}, {4});
+  std::vector<float> filled = values;
+  for (int64_t c = 0; c < 8; ++c) filled[8 + c] = -1;
+  EXPECT_EQ(index_put(x, {row, columns}, full({}, -1.0)).to_vector<float>(), filled);
+  const Tensor twice = Tensor::from_vector<int64_t>({2, 2}, {2});
+  std::vector<float> added = values;
+  added[(2 * 4 + 3) * 2 + 1] += 10 + 20;
+  EXPECT_EQ(index_put(x, {twice, Tensor::from_vector<int64_t>({3}, {1}), Tensor::from_vector<int64_t>({-1}, {1})},
+                      Tensor::from_vector<float>({10, 20}, {2}), true)
+                .to_vector<float>(),
+            added);
+  // Each index is checked against its own dim, in range of the others' or not.
+  expect_error([&] { index_put(x, {i0, Tensor::from_vector<int64_t>({1, 4, 0}, {3})}, ones({2})).to_vector<float>(); },
+               "index_put: index 4 is out of range for dim 1 of size 4");
+  expect_error([&] { index_put(x, {Tensor::from_vector<int64_t>({-4}, {1}), row}, ones({2})).to_vector<float>(); },
+               "index_put: index -4 is out of range for dim 0 of size 3");
+  expect_error([&] { index_put(x, {row, row, Tensor::from_vector<int64_t>({2}, {1})}, ones({})).to_vector<float>(); },
+               "index_put: index 2 is out of range for dim 2 of size 2");
+  expect_error([&] { index_put(x, {row, row, row, row}, ones({})); },
+               "index_put: expected one to 3 index tensors for a tensor of shape [3,4,2], got 4");
+  expect_error([&] { index_put(x, {row, full({1}, 1.0).to(DType::Bool)}, ones({})); },
+               "index_put: index 1 of 2 must be int32 or int64 (a bool mask goes alone), got bool");
+  expect_error([&] { index_put(x, {i0, Tensor::from_vector<int64_t>({0, 1}, {2})}, ones({})); },
+               "index_put: index 1 of shape [2] does not broadcast with the others' [3]");
+}
+
 // Sizes are not in the graph key: a scatter whose index covers its input's lines and one whose
 // index is narrower share a compiled kernel, which must still leave the uncovered lines alone.
 TEST(ScatterTest, AKernelCompiledForACoveringIndexServesANarrowerOne) {

@@ -220,6 +220,12 @@ Tensor index_copy(const Tensor& t, int64_t dim, const Tensor& index, const Tenso
 /// `index` is a mask over t's leading dims (its shape theirs): t[mask] = values, with values
 /// broadcast to one selected row (t.shape[mask.rank():]), since the selection's size is data.
 Tensor index_put(const Tensor& t, const Tensor& index, const Tensor& values, bool accumulate = false);
+/// PyTorch's t.index_put((i0, i1, ...), values, accumulate), t[i0, i1, ...] = values: one
+/// int32 or int64 index per leading dim of t, broadcast together to one shape B; element b of
+/// them selects t[i0[b], i1[b], ...] (the dims after them whole), and values broadcast to
+/// B + the rest of t's shape. Negative indices count from the end; an index out of range is
+/// an Error naming its dim. One index is the overload above.
+Tensor index_put(const Tensor& t, const std::vector<Tensor>& indices, const Tensor& values, bool accumulate = false);
 // Convolution and pooling over NCHW (a rank-3 input is one unbatched image), PyTorch's
 // argument conventions. A convolution is the packed matmul of the weights with a sliding-
 // window view of the input that is read as it is packed, never stored (no im2col buffer),

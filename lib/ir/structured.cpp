@@ -137,7 +137,9 @@ absl::StatusOr<DType> indexed_dtype(const OpInfo& info, std::span<const NodePtr>
 }
 
 absl::StatusOr<Shape> index_select_shape(const Shape& in, const Shape& index, const Node::Attrs& attrs) {
-  if (attrs.size() != 1) return invalid("index_select: expected attrs {dim}");
+  if (attrs.size() != 1 && attrs.size() != 2) {
+    return invalid("index_select: expected attrs {dim[, 1 + the dim an index_put indexes through it]}");
+  }
   const int64_t dim = attrs[0];
   if (dim < 0 || dim >= static_cast<int64_t>(in.size())) {
     return invalid(fmt::format("index_select: dim {} is out of range for a tensor of rank {}", dim, in.size()));
@@ -521,6 +523,7 @@ bool is_transpose(const Node& node) {
 std::string_view user_op_name(OpKind op, const Node::Attrs& attrs) {
   if (op == OpKind::Scatter) return attrs[1] == 1 ? "scatter_add" : "scatter";
   if (op == OpKind::IndexScatter && attrs.size() == 3 && attrs[2] == 1) return "index_put";
+  if (op == OpKind::IndexSelect && attrs.size() == 2) return "index_put";
   if (op == OpKind::IndexScatter) return attrs[1] == 1 ? "index_add" : "index_copy";
   return op_name(op);
 }
@@ -529,8 +532,9 @@ std::string index_error(OpKind op, const Node::Attrs& attrs, int64_t index, int6
   if (op == OpKind::OneHot) return fmt::format("one_hot: index {} is out of range for {} classes", index, size);
   if (user_op_name(op, attrs) == "index_put") {
     // index_put counted a negative index from the end (index + size): the user's was index - size.
+    // A lookup of one of several indices (an IndexSelect) names the dim that index indexes.
     return fmt::format("index_put: index {} is out of range for dim {} of size {}", index < 0 ? index - size : index,
-                       attrs[0], size);
+                       op == OpKind::IndexSelect ? attrs[1] - 1 : attrs[0], size);
   }
   return fmt::format("{}: index {} is out of range for dim {} of size {}", user_op_name(op, attrs), index, attrs[0], size);
 }

@@ -638,6 +638,56 @@ Tensor index_put(const Tensor& t, const Tensor& index, const Tensor& values, boo
   return scatter_node(OpKind::IndexScatter, "index_put", t, 0, wrapped, reshape(expand(values, shape), flat), accumulate);
 }
 
+Tensor index_put(const Tensor& t, const std::vector<Tensor>& indices, const Tensor& values, bool accumulate) {
+  if (indices.size() == 1) return index_put(t, indices[0], values, accumulate);
+  ir::NodePtr x = value_of(t, "index_put");
+  const ir::Shape& shape = x->shape();
+  if (indices.empty() || indices.size() > shape.size()) {
+    throw Error(fmt::format("index_put: expected one to {} index tensors for a tensor of shape {}, got {}", shape.size(),
+                            ir::shape_to_string(shape), indices.size()));
+  }
+  ir::Shape selection;  // the indices' broadcast shape
+  for (size_t d = 0; d < indices.size(); ++d) {
+    const ir::NodePtr i = value_of(indices[d], "index_put");
+    if (i->dtype() != DType::Int32 && i->dtype() != DType::Int64) {
+      throw Error(fmt::format("index_put: index {} of {} must be int32 or int64 (a bool mask goes alone), got {}", d,
+                              indices.size(), dtype_name(i->dtype())));
+    }
+    absl::StatusOr<ir::Shape> joined = ir::broadcast_shapes("index_put", selection, i->shape());
+    if (!joined.ok()) {
+      throw Error(fmt::format("index_put: index {} of shape {} does not broadcast with the others' {}", d,
+                              ir::shape_to_string(i->shape()), ir::shape_to_string(selection)));
+    }
+    selection = *joined;
+  }
+  // Each index wrapped and read through a checked lookup of its dim (an out-of-range one is
+  // the lookup's error, which names index_put and the dim), then one linear index over the
+  // indexed dims: a put into t's rows of them.
+  const std::vector<int64_t> broadcast(selection.begin(), selection.end());
+  Tensor linear;
+  int64_t rows = 1;
+  for (size_t d = 0; d < indices.size(); ++d) {
+    const int64_t size = shape[d];
+    const Tensor index = expand(indices[d], broadcast).to(DType::Int64);
+    const Tensor wrapped = where(lt(index, 0), index + size, index);
+    ir::NodePtr positions = value_of(arange(size), "index_put");
+    const Tensor checked = pending(traced::check_as(
+        "index_put", ir::make_structured(OpKind::IndexSelect, {std::move(positions), value_of(wrapped, "index_put")},
+                                         {0, static_cast<int64_t>(d) + 1})));
+    linear = d == 0 ? checked : linear * size + checked;
+    rows *= size;
+  }
+  std::vector<int64_t> put_shape = {rows}, values_shape = broadcast, flat = {-1};
+  for (size_t d = indices.size(); d < shape.size(); ++d) {
+    put_shape.push_back(shape[d]);
+    values_shape.push_back(shape[d]);
+    flat.push_back(shape[d]);
+  }
+  const Tensor put = scatter_node(OpKind::IndexScatter, "index_put", reshape(t, put_shape), 0, reshape(linear, {-1}),
+                                  reshape(expand(values, values_shape), flat), accumulate);
+  return reshape(put, std::vector<int64_t>(shape.begin(), shape.end()));
+}
+
 Tensor squeeze(const Tensor& t, int64_t dim) {
   ir::NodePtr x = value_of(t, "squeeze");
   const int64_t d = wrap_dim_of("squeeze", dim, x->rank());
