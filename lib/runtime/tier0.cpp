@@ -116,9 +116,10 @@ class NestInverter {
         invert(s.body);
         out.push_back(std::move(s));
       } else {
-        for (Stmt& inner : s.body) {  // the nest split into one per inner loop, short ones inverted
+        std::vector<Stmt> inners = std::move(s.body);
+        s.body.clear();
+        for (Stmt& inner : inners) {  // the nest split into one per inner loop, short ones inverted
           Stmt outer = s;
-          outer.body.clear();
           if (short_under(inner, s)) {
             std::swap(outer.body, inner.body);
             inner.body.push_back(std::move(outer));
