@@ -369,6 +369,25 @@ TEST(Differential, ACatOfReshapedPartsCountsTheirIndexUp) {
   expect_matches_interpreter({ir_of(cat({empty, full_part, empty}, 1))}, "cat with an empty reshaped part");
 }
 
+/// A row kernel keeps its last fold's operand in a result's buffer and reads it back for the
+/// output pass; a gather of the same kernel reads that operand at other rows, so there it must
+/// be loaded where the gather points, not read back (fuzz seed 0x18eaf20457c816f0: the
+/// index_select returned its input unselected).
+TEST(Differential, ARowKernelsOperandReadAtOtherRowsIsNotReadBack) {
+  std::mt19937_64 rng(0x5e1ec7);
+  const Tensor mask = detail::make_pending(random_leaf(rng, DType::Bool, {1, 5, 3, 1}, {}));
+  const Tensor p = detail::make_pending(random_leaf(rng, DType::Float32, {1, 5, 3, 1}, {-4, 4}));
+  const Tensor index = Tensor::from_vector<int32_t>({1, 2, 2}, {3});
+  const Tensor w = where(mask, 2, p);
+  expect_matches_interpreter({ir_of(w), ir_of(index_select(w, 2, index)), ir_of(mean(w, {-1}, true))},
+                             "a where, its index_select and its mean over a unit dim");
+  const Tensor x = detail::make_pending(random_leaf(rng, DType::Float32, {4, 6}, {-2, 2}));
+  const Tensor e = exp(x);
+  const Tensor rows = Tensor::from_vector<int64_t>({3, 0, 0, 2}, {4});
+  expect_matches_interpreter({ir_of(e), ir_of(e / sum(e, {-1}, true)), ir_of(index_select(e, 0, rows))},
+                             "exp, its softmax and its rows gathered");
+}
+
 /// Products, folds, views and gathers on both tiers: a product and its epilogue (the same fused
 /// multiply-adds in the same order, so bit for bit), row and column folds, argmax, transposes,
 /// slices, concatenation, index_select; odd sizes so that tiles and blocks have remainders.

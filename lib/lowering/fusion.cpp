@@ -164,13 +164,9 @@ class Planner {
   /// read there may already be overwritten).
   /// `in` is the kernel's region.
   std::vector<bool> direct(const KernelSpec& spec, const std::vector<bool>& in) const {
-    std::vector<bool> elsewhere(n_, false);
-    for (int i = n_; i-- > 0;) {  // users before their operands
-      if (!in[i] || !computes(spec, i)) continue;
-      const AccessPattern kind = access_of(graph_, i);
-      if (kind != AccessPattern::IndexMap && !(kind == AccessPattern::Elementwise && elsewhere[i])) continue;
-      for (int operand : graph_.operands[i]) elsewhere[operand] = true;
-    }
+    std::vector<bool> computed(n_, false);
+    for (int i = 0; i < n_; ++i) computed[i] = in[i] && computes(spec, i);
+    const std::vector<bool> elsewhere = read_elsewhere(graph_, computed);
     std::vector<bool> direct(n_, false);
     std::vector<int> stack;
     for (int r : spec.results) stack.push_back(graph_.roots[r]);
@@ -391,6 +387,17 @@ std::vector<bool> region_of(const ir::Graph& graph, const std::vector<bool>& cut
     for (int operand : graph.operands[i]) stack.push_back(operand);
   }
   return in;
+}
+
+std::vector<bool> read_elsewhere(const ir::Graph& graph, const std::vector<bool>& computed) {
+  std::vector<bool> elsewhere(graph.nodes.size(), false);
+  for (size_t i = graph.nodes.size(); i-- > 0;) {  // users before their operands
+    if (!computed[i]) continue;
+    const AccessPattern kind = access_of(graph, static_cast<int>(i));
+    if (kind != AccessPattern::IndexMap && !(kind == AccessPattern::Elementwise && elsewhere[i])) continue;
+    for (int operand : graph.operands[i]) elsewhere[operand] = true;
+  }
+  return elsewhere;
 }
 
 std::vector<bool> computed_by(const ir::Graph& graph, const KernelPlan& plan, const KernelSpec& kernel) {

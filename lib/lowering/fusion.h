@@ -64,6 +64,10 @@ std::vector<bool> region_of(const ir::Graph& graph, const std::vector<bool>& cut
 /// but for its own stages and cut.
 std::vector<bool> computed_by(const ir::Graph& graph, const KernelPlan& plan, const KernelSpec& kernel);
 
+/// Per node of `graph`: whether a view or gather among the `computed` nodes reads it, or an
+/// elementwise node that one reads, at other elements than the one being computed.
+std::vector<bool> read_elsewhere(const ir::Graph& graph, const std::vector<bool>& computed);
+
 /// The nodes of `graph` that are cut out of long chains (KernelPlan::cuts).
 std::vector<bool> chain_cuts(const ir::Graph& graph);
 

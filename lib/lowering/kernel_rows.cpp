@@ -144,12 +144,14 @@ class Rows {
   /// The last stage's operand, when a result of the row reads it and can hold it: the stage
   /// pass stores it in that result's buffer and the output pass reads it back (the row is in
   /// cache), so softmax computes exp once per element. Not for a donated buffer, whose old
-  /// values the output pass may still read.
+  /// values the output pass may still read, nor where a view or gather of the kernel reads
+  /// the operand at other elements (the read-back value is the element's own).
   std::pair<int, int> kept_in_output() const {
     if (c.spec.stages.empty()) return {-1, -1};
     const int operand = c.graph.operands[c.spec.stages.back()][0];
     if (ir::op_info(c.node(operand).op()).access != ir::AccessPattern::Elementwise) return {-1, -1};
     if (c.node(operand).shape() != c.node(c.spec.domain).shape()) return {-1, -1};
+    if (read_elsewhere(c.graph, computed_by(c.graph, c.plan, c.spec))[operand]) return {-1, -1};
     for (int r : c.spec.results) {
       const int root = c.graph.roots[r];
       if (c.output_buffer(r) != c.num_parameters + r || c.node(root).dtype() != c.node(operand).dtype() ||
