@@ -156,12 +156,12 @@ class Elementwise {
     const int rank = c.node(from).rank();
     const Id count = c.k.max(c.k.sub(hi, lo), c.i64(0));
     const Id last = c.v.dim(from, rank - 1);
-    const Id run = c.k.max(last, c.i64(1));  // a dim of 0 has no elements: never divided by
-    const Id stop = c.k.add(first, count);   // one past the last linear index
-    c.k.loop(c.k.div(first, run), c.k.div(c.k.add(stop, c.k.sub(run, c.i64(1))), run), [&](Id row) {
+    const Id row_size = c.k.max(last, c.i64(1));  // a dim of 0 has no elements: never divided by
+    const Id stop = c.k.add(first, count);  // one past the last linear index
+    c.k.loop(c.k.div(first, row_size), c.k.ceil_div(stop, row_size), [&](Id row) {
       std::vector<Id> at(rank, c.i64(0));
       c.v.unravel_into(from, row, 0, rank - 1, at);
-      const Id row_first = c.k.mul(row, run);
+      const Id row_first = c.k.mul(row, row_size);
       const Id t0 = c.k.max(c.k.sub(first, row_first), c.i64(0));
       const Id t1 = c.k.min(c.k.sub(stop, row_first), last);
       const Id shift = c.k.sub(c.k.add(base, lo), first);  // out's offset of linear index 0
