@@ -12,6 +12,7 @@
 #include "ir/graph.h"
 #include "lowering/fusion.h"
 #include "lowering/kernel_abi.h"
+#include "lowering/shape_table.h"
 
 namespace lazyjit::test {
 

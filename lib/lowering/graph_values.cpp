@@ -6,6 +6,7 @@
 
 #include "ir/structured.h"
 #include "lowering/fusion.h"
+#include "lowering/shape_table.h"
 #include "lowering/internal_error.h"
 
 namespace lazyjit::lowering {

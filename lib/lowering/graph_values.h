@@ -28,6 +28,8 @@ class GraphValues {
   /// The value of `node` at `index`. Nodes the kernel does not compute are loaded from the
   /// buffer plan.buffer_of gives them, or are bound.
   kir::Id at(int node, const Index& index);
+  /// Per node: whether this kernel computes it (computed_by), rather than loads it.
+  const std::vector<bool>& computed() const { return computed_; }
   /// Makes `node` evaluate to `value` at every index (a row's fold, a matmul tile element).
   void bind(int node, kir::Id value) {
     bound_[node] = value;

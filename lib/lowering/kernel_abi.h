@@ -33,7 +33,7 @@ struct KernelCheck {
 /// Where a kernel's arguments come from in the graph's tables, filled when its kernel IR is built.
 /// The graph's buffer array holds the parameters (in slot order), one buffer per result, the
 /// scalar table, then the plan's temporaries (scalar_table_index, temp_buffer_index); its
-/// shape table holds every node's dims in post-order (shape_table in fusion.h).
+/// shape table holds every node's dims in post-order (shape_table.h).
 struct KernelFrame {
   static constexpr int kScalars = -1;  ///< in `buffers`: the kernel's scalar frame
   static constexpr int kStatus = -2;   ///< in `buffers`: the run's status record
@@ -179,7 +179,7 @@ struct KernelPlan {
                                ///< own, so that no kernel computes a chain deeper than kMaxFusedDepth
   SizeProgram sizes;           ///< launch geometry and temporary sizes over the shape table
   std::vector<int> dim_class;  ///< per shape-table position: the one a kernel reads its size
-                               ///< at (dim_classes in fusion.h)
+                               ///< at (dim_classes in shape_table.h)
   std::vector<int> writer_of;  ///< per result: the kernel that writes it
   std::vector<std::vector<int>> donatable;  ///< per result: the parameter slots whose buffer it may
                                             ///< take over at a step barrier, if their shapes match

@@ -151,7 +151,7 @@ class Rows {
     const int operand = c.graph.operands[c.spec.stages.back()][0];
     if (ir::op_info(c.node(operand).op()).access != ir::AccessPattern::Elementwise) return {-1, -1};
     if (c.node(operand).shape() != c.node(c.spec.domain).shape()) return {-1, -1};
-    if (read_elsewhere(c.graph, computed_by(c.graph, c.plan, c.spec))[operand]) return {-1, -1};
+    if (read_elsewhere(c.graph, c.v.computed())[operand]) return {-1, -1};
     for (int r : c.spec.results) {
       const int root = c.graph.roots[r];
       if (c.output_buffer(r) != c.num_parameters + r || c.node(root).dtype() != c.node(operand).dtype() ||

@@ -6,6 +6,7 @@
 
 #include "fmt/format.h"
 #include "lowering/fusion.h"
+#include "lowering/shape_table.h"
 
 namespace lazyjit::lowering {
 

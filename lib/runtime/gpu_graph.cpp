@@ -7,6 +7,7 @@
 #include "fmt/format.h"
 #include "lazyjit/error.h"
 #include "lowering/fusion.h"
+#include "lowering/shape_table.h"
 #include "lowering/kernel_abi.h"
 #include "lowering/lower.h"
 

@@ -15,6 +15,7 @@
 #include "lazyjit/error.h"
 #include "lowering/lower.h"
 #include "lowering/fusion.h"
+#include "lowering/shape_table.h"
 #include "lowering/plan.h"
 #include "runtime/collective_runs.h"
 #include "runtime/donation.h"

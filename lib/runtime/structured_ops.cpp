@@ -583,6 +583,9 @@ Tensor index_copy(const Tensor& t, int64_t dim, const Tensor& index, const Tenso
 
 namespace {
 
+/// index_put's indices with the negative ones counted from the end of a dim of `size`.
+Tensor from_the_end(const Tensor& index, int64_t size) { return where(lt(index, 0), index + size, index); }
+
 /// t[mask] = values (PyTorch's index_put with a bool mask over t's first mask.rank() dims):
 /// values may not depend on how many elements the mask selects, so they broadcast to one
 /// selected row (t's other dims), and the put is a where().
@@ -633,8 +636,7 @@ Tensor index_put(const Tensor& t, const Tensor& index, const Tensor& values, boo
     shape.push_back(x->shape()[d]);
     flat.push_back(x->shape()[d]);
   }
-  const Tensor rows = reshape(index, {-1});
-  const Tensor wrapped = where(lt(rows, 0), rows + x->shape()[0], rows);
+  const Tensor wrapped = from_the_end(reshape(index, {-1}), x->shape()[0]);
   return scatter_node(OpKind::IndexScatter, "index_put", t, 0, wrapped, reshape(expand(values, shape), flat), accumulate);
 }
 
@@ -668,8 +670,7 @@ Tensor index_put(const Tensor& t, const std::vector<Tensor>& indices, const Tens
   int64_t rows = 1;
   for (size_t d = 0; d < indices.size(); ++d) {
     const int64_t size = shape[d];
-    const Tensor index = expand(indices[d], broadcast).to(DType::Int64);
-    const Tensor wrapped = where(lt(index, 0), index + size, index);
+    const Tensor wrapped = from_the_end(expand(indices[d], broadcast).to(DType::Int64), size);
     ir::NodePtr positions = value_of(arange(size), "index_put");
     const Tensor checked = pending(traced::check_as(
         "index_put", ir::make_structured(OpKind::IndexSelect, {std::move(positions), value_of(wrapped, "index_put")},
