@@ -92,6 +92,9 @@ class GraphLaunch {
       result.bytes.resize(static_cast<size_t>(result.numel() * dtype_size(node.dtype())));
       buffers_.push_back(value(device_.add(result.bytes.size())));
     }
+    // The scalar table's slot: a kernel reads its scalars through its own frame (kScalars),
+    // uploaded per launch, so the slot only keeps the temporaries at their indices.
+    buffers_.push_back(0);
     for (const lowering::TempBuffer& temp : lowered_.plan.temps) {
       buffers_.push_back(value(device_.add(static_cast<size_t>(sizes_[temp.bytes]))));
     }
