@@ -58,6 +58,11 @@ absl::StatusOr<Driver> Driver::load() {
   LAZYJIT_BIND(cuStreamDestroy_v2);
   LAZYJIT_BIND(cuStreamSynchronize);
   LAZYJIT_BIND(cuLaunchKernel);
+  LAZYJIT_BIND(cuEventCreate);
+  LAZYJIT_BIND(cuEventDestroy_v2);
+  LAZYJIT_BIND(cuEventRecord);
+  LAZYJIT_BIND(cuEventSynchronize);
+  LAZYJIT_BIND(cuEventElapsedTime);
   LAZYJIT_BIND(cuGetErrorName);
   LAZYJIT_BIND(cuGetErrorString);
 #undef LAZYJIT_BIND
@@ -208,6 +213,33 @@ absl::Status Gpu::launch(Function function, int64_t iterations, std::vector<void
   return driver_.check(driver_.api().cuLaunchKernel(function, blocks, 1, 1, kThreadsPerBlock, 1, 1, 0, stream_,
                                                     params.data(), nullptr),
                        "cuLaunchKernel");
+}
+
+absl::StatusOr<float> Gpu::time(absl::FunctionRef<absl::Status()> enqueue) {
+  const Api& api = driver_.api();
+  Event events[2] = {nullptr, nullptr};
+  struct Destroy {
+    const Api& api;
+    Event* events;
+    ~Destroy() {
+      for (int e = 0; e < 2; ++e) if (events[e] != nullptr) api.cuEventDestroy_v2(events[e]);
+    }
+  } destroy{api, events};
+  auto record = [&](int e) -> absl::Status {
+    std::lock_guard lock(mutex_);
+    if (absl::Status s = current(); !s.ok()) return s;
+    if (absl::Status s = driver_.check(api.cuEventCreate(&events[e], 0), "cuEventCreate"); !s.ok()) return s;
+    return driver_.check(api.cuEventRecord(events[e], stream_), "cuEventRecord");
+  };
+  if (absl::Status s = record(0); !s.ok()) return s;
+  if (absl::Status s = enqueue(); !s.ok()) return s;
+  if (absl::Status s = record(1); !s.ok()) return s;
+  if (absl::Status s = driver_.check(api.cuEventSynchronize(events[1]), "cuEventSynchronize"); !s.ok()) return s;
+  float ms = 0;
+  if (absl::Status s = driver_.check(api.cuEventElapsedTime(&ms, events[0], events[1]), "cuEventElapsedTime"); !s.ok()) {
+    return s;
+  }
+  return ms;
 }
 
 }  // namespace lazyjit::runtime::cuda

@@ -23,6 +23,7 @@ using Context = struct CUctx_st*;
 using Module = struct CUmod_st*;
 using Function = struct CUfunc_st*;
 using Stream = struct CUstream_st*;
+using Event = struct CUevent_st*;
 
 /// The driver's entry points, under the names libcuda.so.1 exports (the _v2 ones where the
 /// CUDA header renames them).
@@ -50,6 +51,11 @@ struct Api {
   Result (*cuLaunchKernel)(Function function, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x,
                            unsigned block_y, unsigned block_z, unsigned shared_bytes, Stream stream, void** params,
                            void** extra);
+  Result (*cuEventCreate)(Event* event, unsigned flags);
+  Result (*cuEventDestroy_v2)(Event event);
+  Result (*cuEventRecord)(Event event, Stream stream);
+  Result (*cuEventSynchronize)(Event event);
+  Result (*cuEventElapsedTime)(float* milliseconds, Event start, Event end);
   Result (*cuGetErrorName)(Result result, const char** name);
   Result (*cuGetErrorString)(Result result, const char** text);
 };
@@ -107,6 +113,9 @@ class Gpu {
   /// Launches `function` over `iterations` of a grid-stride loop (kPtxAbiVersion): 256
   /// threads a block, at most 32 blocks per multiprocessor.
   absl::Status launch(Function function, int64_t iterations, std::vector<void*>& params);
+  /// The GPU's milliseconds, between events recorded around them on the stream, for the work
+  /// `enqueue` queues there; waits for that work to finish.
+  absl::StatusOr<float> time(absl::FunctionRef<absl::Status()> enqueue);
 
  private:
   Gpu(const Driver& driver, Device device) : driver_(driver), device_(device) {}

@@ -60,16 +60,25 @@ class GraphLaunch {
     for (int s : graph.scalars) scalars_.push_back(graph.nodes[s]->scalar());
   }
 
-  GraphRun run() {
+  GraphRun run(int timed_repeats) {
     GraphRun run = buffers();
     launches_.reserve(lowered_.kernels.size());  // the launch parameters point into them
     for (size_t k = 0; k < lowered_.kernels.size(); ++k) launch(k);
+    for (int r = 0; r < timed_repeats; ++r) {
+      run.repeat_ms.push_back(value(gpu_.time([&] {
+        for (Launch& l : launches_) {
+          if (absl::Status s = gpu_.launch(l.function, l.count, l.params); !s.ok()) return s;
+        }
+        return absl::OkStatus();
+      })));
+    }
     return collect(std::move(run));
   }
 
  private:
   /// Per kernel: its frame's device copies, and the parameters cuLaunchKernel reads.
   struct Launch {
+    Function function = nullptr;
     lowering::BoundFrame frame;
     std::vector<DevicePtr> args;  // the frame's buffers, then the dims, then the status word
     int64_t count = 0;
@@ -131,6 +140,7 @@ class GraphLaunch {
     for (size_t a = 0; a + 1 < l.args.size(); ++a) l.params.push_back(&l.args[a]);
     l.params.push_back(&l.count);
     l.params.push_back(&l.args.back());
+    l.function = function;
     ok(gpu_.launch(function, l.count, l.params));
   }
 
@@ -167,6 +177,8 @@ class GraphLaunch {
 
 }  // namespace
 
-GraphRun run_graph(Gpu& gpu, const ir::Graph& graph) { return GraphLaunch(gpu, graph).run(); }
+GraphRun run_graph(Gpu& gpu, const ir::Graph& graph, int timed_repeats) {
+  return GraphLaunch(gpu, graph).run(timed_repeats);
+}
 
 }  // namespace lazyjit::runtime::cuda

@@ -18,14 +18,16 @@ struct GraphRun {
   int failed_kernel = -1;               ///< the first kernel (plan order) whose check failed, or -1
   int code = 0;                         ///< that check's code (kernel_abi.h)
   int64_t offending = 0;                ///< and the value it found
+  std::vector<float> repeat_ms;         ///< per timed repeat: the GPU's milliseconds for every kernel
 };
 
 /// The PTX target for `gpu`: its own sm up to sm_90 (newer GPUs run sm_90 PTX through the
 /// driver's JIT), PTX ISA 8.0.
 codegen::GpuArch ptx_target(const Gpu& gpu);
 
-/// Runs `graph` on `gpu`. Throws lazyjit::Error for a kernel that cannot be made into PTX
-/// and for the driver's errors.
-GraphRun run_graph(Gpu& gpu, const ir::Graph& graph);
+/// Runs `graph` on `gpu`, then launches its kernels `timed_repeats` more times, timed by the
+/// GPU's events (the same results: a graph run here writes none of its inputs). Throws
+/// lazyjit::Error for a kernel that cannot be made into PTX and for the driver's errors.
+GraphRun run_graph(Gpu& gpu, const ir::Graph& graph, int timed_repeats = 0);
 
 }  // namespace lazyjit::runtime::cuda
