@@ -34,7 +34,8 @@ std::vector<float> program(const std::vector<float>& x_values) {
 }
 
 /// A pack of A's rows in panels of 6 (out[p][k][r] = in[6p + r][k], zeros past the last
-/// row): tier 0 runs its short lane loops under the long K loop inverted. The same stores.
+/// row): tier 0 runs its short lane loops under the long K loop inverted, K in chunks (none,
+/// one, two whole, and a last one partial). The same stores.
 TEST(TierZeroTest, AShortLoopUnderALongOneStoresWhatItStoresInOrder) {
   kir::Builder k;
   const int in = k.new_buffer(DType::Float32), out = k.new_buffer(DType::Float32);
@@ -55,17 +56,20 @@ TEST(TierZeroTest, AShortLoopUnderALongOneStoresWhatItStoresInOrder) {
   k.kernel().count = k.ceil_div(rows, mr);
   k.kernel().work = depth;
   const runtime::Tier0Kernel kernel(k.take());
-  const int64_t n = 13, depth_value = 37, panels = 3;
-  std::vector<float> a(static_cast<size_t>(n * depth_value)), packed(static_cast<size_t>(panels * depth_value * 6), -1);
-  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i);
-  void* args[] = {a.data(), packed.data()};
-  const int64_t dims[] = {n, depth_value};
-  ASSERT_EQ(kernel.run(args, dims, 0, panels), 0);
-  for (int64_t p = 0; p < panels; ++p) {
-    for (int64_t kk = 0; kk < depth_value; ++kk) {
-      for (int64_t r = 0; r < 6; ++r) {
-        const float expected = 6 * p + r < n ? a[static_cast<size_t>((6 * p + r) * depth_value + kk)] : 0.0f;
-        ASSERT_EQ(packed[static_cast<size_t>((p * depth_value + kk) * 6 + r)], expected) << p << " " << kk << " " << r;
+  for (const int64_t depth_value : {0, 37, 256, 300}) {
+    const int64_t n = 13, panels = 3;
+    std::vector<float> a(static_cast<size_t>(n * depth_value)), packed(static_cast<size_t>(panels * depth_value * 6), -1);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i);
+    void* args[] = {a.data(), packed.data()};
+    const int64_t dims[] = {n, depth_value};
+    ASSERT_EQ(kernel.run(args, dims, 0, panels), 0);
+    for (int64_t p = 0; p < panels; ++p) {
+      for (int64_t kk = 0; kk < depth_value; ++kk) {
+        for (int64_t r = 0; r < 6; ++r) {
+          const float expected = 6 * p + r < n ? a[static_cast<size_t>((6 * p + r) * depth_value + kk)] : 0.0f;
+          ASSERT_EQ(packed[static_cast<size_t>((p * depth_value + kk) * 6 + r)], expected)
+              << "K " << depth_value << ": " << p << " " << kk << " " << r;
+        }
       }
     }
   }

@@ -85,7 +85,10 @@ bool innermost(const Stmt& loop) {
 /// Tier 0 runs an innermost loop a block at a time, and a block costs a fixed amount besides
 /// its lanes. A nest whose inner loops are short under a long one (a pack: MR or NR lanes for
 /// each of K steps) would pay that cost per handful of elements, so the nest runs inverted:
-/// each short inner loop outside, the long one inside it. That reorders the nest's stores,
+/// each short inner loop outside, the long one inside it, strip-mined: the long loop in
+/// chunks of kChunk steps, each chunk run by every step of the short loop before the next
+/// (a pack of B reads kChunk rows of it, each a few cache lines, NR times over: from L1, not
+/// across all of K). That reorders the nest's stores,
 /// which is the same result when its iterations are independent: its inner loops hold stores
 /// only (no fold, assignment or check), at offsets of index arithmetic alone (no data-dependent
 /// scatter: the lowering's kernels store such an element once), and nothing in the nest reads
@@ -94,8 +97,11 @@ class NestInverter {
  public:
   /// Inner loops of at most this many iterations under a longer loop are inverted.
   static constexpr int64_t kShort = 32;
+  /// Steps of the long loop per chunk: a pack of B's rows of 32 floats then holds 16 KB of B
+  /// and 16 KB of the panel at a time.
+  static constexpr int64_t kChunk = 128;
 
-  explicit NestInverter(const kir::Kernel& k) : k_(k), vars_(k.exprs.size(), 0), loads_(k.exprs.size(), 0) {
+  explicit NestInverter(kir::Kernel& k) : k_(k), vars_(k.exprs.size(), 0), loads_(k.exprs.size(), 0) {
     for (size_t i = 0; i < k.exprs.size(); ++i) {
       const Expr& e = k.exprs[i];
       for (Id o : e.operands) {
@@ -107,7 +113,7 @@ class NestInverter {
     }
   }
 
-  void invert(std::vector<Stmt>& body) const {
+  void invert(std::vector<Stmt>& body) {
     std::vector<Stmt> out;
     for (Stmt& s : body) {
       if (s.kind != Stmt::Kind::For) {
@@ -122,8 +128,7 @@ class NestInverter {
           Stmt outer = s;
           if (short_under(inner, s)) {
             std::swap(outer.body, inner.body);
-            inner.body.push_back(std::move(outer));
-            out.push_back(std::move(inner));
+            out.push_back(chunked(std::move(outer), std::move(inner)));
           } else {
             outer.body.push_back(std::move(inner));
             out.push_back(std::move(outer));
@@ -145,6 +150,39 @@ class NestInverter {
     if (op == kir::IndexOp::Min) return a && b ? std::min(*a, *b) : a ? a : b;
     if (op == kir::IndexOp::Max && a && b) return std::max(*a, *b);
     return std::nullopt;
+  }
+
+  /// `inner` with `outer` (holding inner's old body) as its body, strip-mined: `for c: inner:
+  /// for v in [lo + c * kChunk, min(lo + c * kChunk + kChunk, hi))`. Only the long loop's
+  /// order within a chunk is kept: the nest's iterations are independent (invertible).
+  Stmt chunked(Stmt outer, Stmt inner) {
+    const std::optional<int64_t> steps = upper(outer.hi);
+    if (steps && *steps <= kChunk) {  // one chunk
+      inner.body.push_back(std::move(outer));
+      return inner;
+    }
+    const Id zero = constant(0), chunk = constant(kChunk);
+    const Id length = index(kir::IndexOp::Max, index(kir::IndexOp::Sub, outer.hi, outer.lo), zero);
+    const Id chunks = index(kir::IndexOp::Div, index(kir::IndexOp::Add, length, constant(kChunk - 1)), chunk);
+    Stmt strips{.kind = Stmt::Kind::For, .slot = k_.num_vars++, .lo = zero, .hi = chunks};
+    const Id first = index(kir::IndexOp::Add, outer.lo,
+                           index(kir::IndexOp::Mul, add({ExprKind::Var, DType::Int64, 0, strips.slot}), chunk));
+    outer.hi = index(kir::IndexOp::Min, index(kir::IndexOp::Add, first, chunk), outer.hi);
+    outer.lo = first;
+    inner.body.push_back(std::move(outer));
+    strips.body.push_back(std::move(inner));
+    return strips;
+  }
+
+  // New expressions go at the end of the kernel's: after their operands, as the program's
+  // analysis wants them.
+  Id add(Expr e) {
+    k_.exprs.push_back(std::move(e));
+    return static_cast<Id>(k_.exprs.size() - 1);
+  }
+  Id constant(int64_t value) { return add({ExprKind::Const, DType::Int64, 0, -1, value}); }
+  Id index(kir::IndexOp op, Id a, Id b) {
+    return add({ExprKind::Index, DType::Int64, static_cast<uint8_t>(op), -1, 0, {a, b}});
   }
 
   bool short_under(const Stmt& inner, const Stmt& outer) const {
@@ -172,8 +210,9 @@ class NestInverter {
     return any_short && (stored & read) == 0;
   }
 
-  const kir::Kernel& k_;
-  std::vector<uint64_t> vars_, loads_;  // per expression: the loop variables and buffers it reads
+  kir::Kernel& k_;
+  std::vector<uint64_t> vars_, loads_;  // per expression of the kernel as given: the loop
+                                        // variables and buffers it reads
 };
 
 }  // namespace
