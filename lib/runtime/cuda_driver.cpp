@@ -18,6 +18,7 @@ constexpr int kJitErrorLogBuffer = 5;              // CU_JIT_ERROR_LOG_BUFFER
 constexpr int kJitErrorLogBufferBytes = 6;         // CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES
 constexpr unsigned kStreamNonBlocking = 1;         // CU_STREAM_NON_BLOCKING
 constexpr int kThreadsPerBlock = 256;
+constexpr int kFewestThreadsPerBlock = 32;  // a warp
 constexpr int kBlocksPerMultiprocessor = 32;
 
 }  // namespace
@@ -207,10 +208,15 @@ absl::Status Gpu::launch(Function function, int64_t iterations, std::vector<void
   if (iterations <= 0) return absl::OkStatus();
   std::lock_guard lock(mutex_);
   if (absl::Status s = current(); !s.ok()) return s;
-  const int64_t wanted = (iterations + kThreadsPerBlock - 1) / kThreadsPerBlock;
-  const int64_t most = int64_t{kBlocksPerMultiprocessor} * std::max(multiprocessors_, 1);
-  const auto blocks = static_cast<unsigned>(std::min(wanted, most));
-  return driver_.check(driver_.api().cuLaunchKernel(function, blocks, 1, 1, kThreadsPerBlock, 1, 1, 0, stream_,
+  // Few long iterations (a row kernel's rows, a product's tiles) in blocks of 256 would leave
+  // most multiprocessors idle: blocks get smaller until each multiprocessor has two.
+  const int64_t multiprocessors = std::max(multiprocessors_, 1);
+  int64_t threads = kThreadsPerBlock;
+  while (threads > kFewestThreadsPerBlock && iterations < threads * 2 * multiprocessors) threads /= 2;
+  const int64_t wanted = (iterations + threads - 1) / threads;
+  const auto blocks = static_cast<unsigned>(std::min(wanted, int64_t{kBlocksPerMultiprocessor} * multiprocessors));
+  const auto block_threads = static_cast<unsigned>(threads);
+  return driver_.check(driver_.api().cuLaunchKernel(function, blocks, 1, 1, block_threads, 1, 1, 0, stream_,
                                                     params.data(), nullptr),
                        "cuLaunchKernel");
 }

@@ -111,7 +111,8 @@ class Gpu {
   absl::StatusOr<Function> load(const std::string& symbol,
                                 absl::FunctionRef<absl::StatusOr<std::string>()> make_ptx);
   /// Launches `function` over `iterations` of a grid-stride loop (kPtxAbiVersion): 256
-  /// threads a block, at most 32 blocks per multiprocessor.
+  /// threads a block, or as few as 32 where that gives each multiprocessor two blocks; at
+  /// most 32 blocks per multiprocessor.
   absl::Status launch(Function function, int64_t iterations, std::vector<void*>& params);
   /// The GPU's milliseconds, between events recorded around them on the stream, for the work
   /// `enqueue` queues there; waits for that work to finish.
