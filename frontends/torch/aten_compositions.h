@@ -75,6 +75,11 @@ Tensor max_pool_indices(const Call& c, const Tensor& x);
 Results embedding_dense_backward(const Call& c);
 Results native_layer_norm(const Call& c);
 Results native_layer_norm_backward(const Call& c);
+/// native_batch_norm where no running statistic is updated: eval (by the running statistics)
+/// or training without them. Training that keeps running statistics mutates them in place,
+/// which a translated graph does not express: that call falls back, with its reason.
+Results native_batch_norm(const Call& c);
+Results native_batch_norm_backward(const Call& c);
 Tensor gelu_of(const Call& c, const Tensor& x);
 /// softplus with beta and threshold that may arrive at run time (as LTC passes them).
 Tensor softplus_of(const Call& c, const Tensor& x);

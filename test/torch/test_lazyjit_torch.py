@@ -253,6 +253,31 @@ class NnTest(Case):
         self.check(lambda t, y: F.nll_loss(t.log_softmax(1), y, reduction='none'), x, target)
         self.check(lambda t, y: F.nll_loss(t.log_softmax(1), y, ignore_index=3), x, target)
 
+    def test_batch_norm(self):
+        x, w, b = rnd(4, 3, 5, 6), rnd(3, seed=1), rnd(3, seed=2)
+        mean, var = rnd(3, seed=3), rnd(3, seed=4).abs() + 0.5
+        self.check(lambda t, m, v, g, c: F.batch_norm(t, m, v, g, c, training=False, eps=1e-3), x, mean, var, w, b)
+        self.check(lambda t, g, c: F.batch_norm(t, None, None, g, c, training=True), x, w, b)
+        self.check(lambda t: F.batch_norm(t, None, None, training=True), rnd(8, 2))  # [N, C]
+        self.check_grad(lambda t, g, c: F.batch_norm(t, None, None, g, c, training=True), (4, 3, 2, 3), (3,), (3,))
+        stats = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64)
+        self.check_grad(lambda t, g: F.batch_norm(t, stats.to(t.device), stats.abs().to(t.device), g, training=False),
+                        (4, 3, 2), (3,))
+
+    def test_batch_norm_that_updates_running_statistics_falls_back_with_its_reason(self):
+        # PyTorch 1.13's LTC drops native_batch_norm's in-place update of the running statistics
+        # (its TorchScript backend too: docs/torch.md), so this call is left to the fallback,
+        # counted with the reason, rather than translated.
+        x = rnd(4, 3, 5)
+        want = F.batch_norm(x, torch.zeros(3), torch.ones(3), training=True, momentum=0.2)
+        before = lazyjit_torch.metrics()['fallback_ops'].get('aten::native_batch_norm', 0)
+        got = F.batch_norm(x.to(LAZY), torch.zeros(3).to(LAZY), torch.ones(3).to(LAZY), training=True,
+                           momentum=0.2).cpu()
+        self.assert_matches(got, want, 1e-5, 1.3e-5)
+        after = lazyjit_torch.metrics()
+        self.assertEqual(after['fallback_ops'].get('aten::native_batch_norm', 0), before + 1)
+        self.assertIn('running statistics', after['fallback_reasons']['aten::native_batch_norm'])
+
     def test_gradients(self):
         cases = [
             (torch.relu, [(4, 5)]), (torch.tanh, [(4, 5)]), (torch.sigmoid, [(4, 5)]), (F.gelu, [(4, 5)]),
