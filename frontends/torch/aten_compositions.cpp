@@ -460,6 +460,12 @@ Results native_batch_norm_backward(const Call& c) {
   return {dx, dw, sum(g, dims)};
 }
 
+Tensor bool_bitwise(const Call& c, Tensor (*op)(const Tensor&, const Tensor&)) {
+  const Tensor a = c.tensor("self"), b = c.tensor("other");
+  if (a.dtype() != DType::Bool || b.dtype() != DType::Bool) c.unsupported("bitwise ops of integers");
+  return op(a, b);
+}
+
 Tensor gelu_of(const Call& c, const Tensor& x) {
   if (!c.has("approximate") || c.string("approximate") == "none") return gelu(x);
   const double k = std::sqrt(2.0 / std::numbers::pi);

@@ -79,6 +79,9 @@ Results native_layer_norm_backward(const Call& c);
 /// or training without them. Training that keeps running statistics mutates them in place,
 /// which a translated graph does not express: that call falls back, with its reason.
 Results native_batch_norm(const Call& c);
+/// bitwise and, or, xor of two bool tensors (masks combined with &, |, ^) as `op`; of integers
+/// they fall back.
+Tensor bool_bitwise(const Call& c, Tensor (*op)(const Tensor&, const Tensor&));
 Results native_batch_norm_backward(const Call& c);
 Tensor gelu_of(const Call& c, const Tensor& x);
 /// softplus with beta and threshold that may arrive at run time (as LTC passes them).

@@ -56,6 +56,9 @@ const Entry kTable[] = {
   {"aten::logical_and", [](const Call& c) { return one(logical_and(c.tensor("self"), c.tensor("other"))); }},
   {"aten::logical_or", [](const Call& c) { return one(logical_or(c.tensor("self"), c.tensor("other"))); }},
   {"aten::logical_not", unary<logical_not>},
+  {"aten::bitwise_and", [](const Call& c) { return one(bool_bitwise(c, logical_and)); }},
+  {"aten::bitwise_or", [](const Call& c) { return one(bool_bitwise(c, logical_or)); }},
+  {"aten::bitwise_xor", [](const Call& c) { return one(bool_bitwise(c, [](const Tensor& a, const Tensor& b) { return ne(a, b); })); }},
   {"aten::bitwise_not", [](const Call& c) {
      if (c.tensor("self").dtype() != DType::Bool) c.unsupported("bitwise_not of integers");
      return one(logical_not(c.tensor("self")));

@@ -116,7 +116,8 @@ class ElementwiseTest(Case):
         for f in [torch.eq, torch.ne, torch.lt, torch.le, torch.gt, torch.ge,
                   lambda s, t: s > 0.25, lambda s, t: torch.logical_and(s > 0, t > 0),
                   lambda s, t: torch.logical_or(s > 0, t > 0), lambda s, t: torch.logical_not(s > 0),
-                  lambda s, t: s.masked_fill(t > 0, -1.0)]:
+                  lambda s, t: s.masked_fill(t > 0, -1.0), lambda s, t: (s > 0) & (t < 0.5),
+                  lambda s, t: (s > 0) | (t > 0), lambda s, t: (s > 0) ^ (t > 0), lambda s, t: ~(s > t)]:
             with self.subTest(f=f):
                 self.check(f, a, b)
 
