@@ -460,6 +460,22 @@ Results native_batch_norm_backward(const Call& c) {
   return {dx, dw, sum(g, dims)};
 }
 
+Results arange_of(const Call& c) {
+  const DType dtype = c.dtype("dtype").value_or(c.result_dtype().value_or(DType::Int64));
+  const std::optional<double> start = c.has("start") ? c.constant_number("start") : 0.0;
+  const std::optional<double> end = c.constant_number("end");
+  const std::optional<double> step = c.has("step") ? c.constant_number("step") : 1.0;
+  if (start && end && step && *step != 0) {
+    const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((*end - *start) / *step)));
+    return one(cast(arange(n, DType::Float64) * Scalar(*step) + Scalar(*start), dtype));
+  }
+  const std::optional<std::vector<int64_t>> sizes = c.result_sizes(0);
+  if (!sizes || sizes->size() != 1) c.unsupported("bounds that are not constants, and no length for the result");
+  const Tensor first = start ? full({}, *start, DType::Float64) : cast(c.tensor("start"), DType::Float64);
+  const Tensor stride = step ? full({}, *step, DType::Float64) : cast(c.tensor("step"), DType::Float64);
+  return one(cast(arange((*sizes)[0], DType::Float64) * stride + first, dtype));
+}
+
 Tensor bool_bitwise(const Call& c, Tensor (*op)(const Tensor&, const Tensor&)) {
   const Tensor a = c.tensor("self"), b = c.tensor("other");
   if (a.dtype() != DType::Bool || b.dtype() != DType::Bool) c.unsupported("bitwise ops of integers");

@@ -79,6 +79,9 @@ Results native_layer_norm_backward(const Call& c);
 /// or training without them. Training that keeps running statistics mutates them in place,
 /// which a translated graph does not express: that call falls back, with its reason.
 Results native_batch_norm(const Call& c);
+/// arange: element i is start + i * step, in double, then converted (as PyTorch). Bounds LTC
+/// passes as run-time values are read as such, with the length LTC gives the result.
+Results arange_of(const Call& c);
 /// bitwise and, or, xor of two bool tensors (masks combined with &, |, ^) as `op`; of integers
 /// they fall back.
 Tensor bool_bitwise(const Call& c, Tensor (*op)(const Tensor&, const Tensor&));

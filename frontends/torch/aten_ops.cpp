@@ -255,14 +255,7 @@ const Entry kTable[] = {
      return one(ones(t.shape(), c.dtype("dtype").value_or(t.dtype())));
    }},
   {"aten::full_like", [](const Call& c) { const Tensor t = c.tensor("self"); return full_like_shape(c, t.shape(), t.dtype()); }},
-  {"aten::arange", [](const Call& c) {
-     const std::optional<double> start = c.constant_number("start"), end = c.constant_number("end"), step = c.constant_number("step");
-     if (!start || !end || !step || *step == 0) c.unsupported("bounds that are not constants");
-     const DType dtype = c.dtype("dtype").value_or(c.result_dtype().value_or(DType::Int64));
-     const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((*end - *start) / *step)));
-     // As PyTorch: element i is start + i * step, computed in double, then converted.
-     return one(cast(arange(n, DType::Float64) * Scalar(*step) + Scalar(*start), dtype));
-   }},
+  {"aten::arange", arange_of},
   {"aten::scalar_tensor", [](const Call& c) {
      return one(cast(c.tensor("s"), c.dtype("dtype").value_or(c.result_dtype().value_or(DType::Float32))));
    }},

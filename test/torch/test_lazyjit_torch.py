@@ -151,6 +151,14 @@ class ReductionTest(Case):
             with self.subTest(f=f):
                 self.check(f, x)
 
+    def test_arange_on_the_lazy_device(self):
+        # LTC passes arange's bounds as run-time values: read as such, with the result's length.
+        x = rnd(4)
+        self.check(lambda t: torch.arange(4, device=t.device) + t, x)
+        self.check(lambda t: torch.arange(1, 9, 2, device=t.device).float() * t, x)
+        self.check(lambda t: torch.arange(0.5, 2.5, 0.5, device=t.device) * t, x)
+        self.check(lambda t: torch.arange(4, device=t.device).double() * t.double(), x)
+
     def test_integer_sum_is_int64(self):
         self.check(lambda t: t.sum(0), torch.arange(12, dtype=torch.int32).reshape(3, 4))
 
