@@ -12,6 +12,7 @@
 #include <variant>
 
 #include <ATen/Functions.h>
+#include <ATen/WrapDimUtils.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/csrc/lazy/core/hash.h>
 #include <torch/csrc/lazy/core/tensor.h>
@@ -139,12 +140,65 @@ void lazy_kernel(const c10::OperatorHandle& op, jit::Stack* stack) {
   }
 }
 
+// split, chunk and unbind of a lazy tensor become split_copy, split_with_sizes_copy and
+// unbind_copy under functionalisation. PyTorch 1.13's LTC has no Lazy kernel for them, and its
+// eager fallback leaves the pieces on the CPU (the next op on one aborts the process: "Input
+// tensor is not a lazy tensor"). Here each piece is LTC's own lazy slice_copy or select_copy.
+
+const c10::DispatchKeySet kLazyKeys(c10::DispatchKey::Lazy);
+
+std::vector<at::Tensor> slices(const at::Tensor& self, int64_t dim, c10::ArrayRef<int64_t> sizes) {
+  std::vector<at::Tensor> pieces;
+  int64_t start = 0;
+  for (int64_t size : sizes) {
+    pieces.push_back(at::_ops::slice_copy_Tensor::redispatch(kLazyKeys, self, dim, c10::SymInt(start),
+                                                             c10::SymInt(start + size), c10::SymInt(1)));
+    start += size;
+  }
+  return pieces;
+}
+
+std::vector<at::Tensor> split_with_sizes_copy(const at::Tensor& self, at::IntArrayRef sizes, int64_t dim) {
+  dim = c10::maybe_wrap_dim(dim, self.dim());
+  int64_t total = 0;
+  for (int64_t size : sizes) {
+    TORCH_CHECK(size >= 0, "split_with_sizes expects split_sizes have only non-negative entries, but got split_sizes=", sizes);
+    total += size;
+  }
+  TORCH_CHECK(total == self.size(dim), "split_with_sizes expects split_sizes to sum exactly to ", self.size(dim),
+              " (input tensor's size at dimension ", dim, "), but got split_sizes=", sizes);
+  return slices(self, dim, sizes);
+}
+
+std::vector<at::Tensor> split_copy(const at::Tensor& self, int64_t split_size, int64_t dim) {
+  dim = c10::maybe_wrap_dim(dim, self.dim());
+  TORCH_CHECK(split_size >= 0, "split expects split_size be non-negative, but got split_size=", split_size);
+  const int64_t length = self.size(dim);
+  TORCH_CHECK(split_size > 0 || length == 0, "split_size can only be 0 if dimension size is 0, but got dimension size of ",
+              length);
+  // As PyTorch: pieces of split_size, the last one shorter; a dim of 0 gives one empty piece.
+  const int64_t count = split_size == 0 ? 1 : std::max<int64_t>((length + split_size - 1) / split_size, 1);
+  std::vector<int64_t> sizes(static_cast<size_t>(count), split_size);
+  sizes.back() = length - split_size * (count - 1);
+  return slices(self, dim, sizes);
+}
+
+std::vector<at::Tensor> unbind_copy(const at::Tensor& self, int64_t dim) {
+  dim = c10::maybe_wrap_dim(dim, self.dim());
+  std::vector<at::Tensor> pieces;
+  for (int64_t i = 0; i < self.size(dim); ++i) pieces.push_back(at::_ops::select_copy_int::redispatch(kLazyKeys, self, dim, i));
+  return pieces;
+}
+
 }  // namespace
 
 void register_lazy_kernels() {
   static torch::Library* library = [] {
     auto* lib = new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::Lazy, __FILE__, __LINE__);
     for (const char* name : kOps) lib->impl(name, torch::CppFunction::makeFromBoxedFunction<&lazy_kernel>());
+    lib->impl("split_copy.Tensor", TORCH_FN(split_copy));
+    lib->impl("split_with_sizes_copy", TORCH_FN(split_with_sizes_copy));
+    lib->impl("unbind_copy.int", TORCH_FN(unbind_copy));
     return lib;
   }();
   (void)library;

@@ -211,6 +211,18 @@ class ViewAndIndexTest(Case):
             with self.subTest(f=f):
                 self.check(f, x)
 
+    def test_split_chunk_and_unbind_give_lazy_pieces(self):
+        # LTC 1.13 leaves these pieces on the CPU (lazy_kernels.cpp): each must be lazy and right.
+        x = rnd(4, 6, 5)
+        for f in [lambda t: t.split(2, 1), lambda t: t.split(4, -1), lambda t: t.chunk(3, 1), lambda t: t.unbind(0),
+                  lambda t: t.split([1, 4, 1], 1), lambda t: t.split(6, 1)]:
+            with self.subTest(f=f):
+                pieces = f(x.to(LAZY))
+                self.assertTrue(all(p.device.type == LAZY for p in pieces))
+                self.check(lambda t: [p * 2 for p in f(t)], x)
+        self.check_grad(lambda t: torch.cat([p * (i + 1) for i, p in enumerate(t.split(2, 1))], 1), (3, 5))
+        self.check_grad(lambda t: t.unbind(1)[2] * t.chunk(2, 0)[0].sum(), (4, 3))
+
     def test_writes_into_slices(self):
         def write(t, u, index):
             t = t.clone()
@@ -349,6 +361,28 @@ class Cnn(nn.Module):
         return self.fc(F.max_pool2d(F.relu(self.conv(x)), 2).flatten(1))
 
 
+class Attention(nn.Module):
+    """A causal self-attention block over embedded tokens, GPT style: heads split from one
+    q, k, v product, positions by arange on the device, logits per token."""
+
+    def __init__(self, vocab=11, length=6, dim=8, heads=2):
+        super().__init__()
+        self.heads = heads
+        self.tok, self.pos = nn.Embedding(vocab, dim), nn.Embedding(length, dim)
+        self.ln, self.qkv, self.proj = nn.LayerNorm(dim), nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+        self.head = nn.Linear(dim, vocab)
+
+    def forward(self, idx):
+        b, t = idx.shape
+        x = self.tok(idx) + self.pos(torch.arange(t, device=idx.device))
+        c = x.shape[-1]
+        q, k, v = [p.view(b, t, self.heads, c // self.heads).transpose(1, 2) for p in self.qkv(self.ln(x)).split(c, 2)]
+        mask = torch.tril(torch.ones(t, t, device=idx.device)).view(1, 1, t, t)
+        att = (q @ k.transpose(-2, -1) / (c // self.heads) ** 0.5).masked_fill(mask == 0, float('-inf')).softmax(-1)
+        x = x + self.proj((att @ v).transpose(1, 2).contiguous().view(b, t, c))
+        return self.head(x).view(b * t, -1)
+
+
 def train(model_class, optimizer, x, y, device, steps):
     torch.manual_seed(0)
     model = model_class().to(device)
@@ -389,6 +423,12 @@ class TrainingTest(Case):
         gen = torch.Generator().manual_seed(2)
         self.compare(Cnn, lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9), torch.randn(8, 1, 8, 8, generator=gen),
                      torch.randint(0, 10, (8,), generator=gen))
+
+
+    def test_attention_with_split_heads_and_adamw_matches_eager_step_by_step(self):
+        gen = torch.Generator().manual_seed(3)
+        self.compare(Attention, lambda p: torch.optim.AdamW(p, lr=1e-2), torch.randint(0, 11, (3, 6), generator=gen),
+                     torch.randint(0, 11, (18,), generator=gen))
 
 
 class RuntimeTest(Case):
