@@ -476,6 +476,26 @@ Results arange_of(const Call& c) {
   return one(cast(arange((*sizes)[0], DType::Float64) * stride + first, dtype));
 }
 
+Tensor elu_of(const Call& c, const Tensor& x) {
+  const Tensor scale = cast(c.tensor("scale"), x.dtype());
+  const Tensor negative = (exp(x * cast(c.tensor("input_scale"), x.dtype())) - Scalar(1.0)) * cast(c.tensor("alpha"), x.dtype());
+  return where(gt(x, Scalar(0.0)), x, negative) * scale;
+}
+
+Tensor log_sigmoid_of(const Tensor& x) { return where(lt(x, Scalar(0.0)), x, Scalar(0.0)) - log1p(exp(-abs(x))); }
+
+Tensor smooth_l1_of(const Call& c, const Tensor& self) {
+  const Tensor d = abs(self - cast(c.tensor("target"), self.dtype()));
+  const double beta = c.has("beta") ? c.real("beta") : 1.0;
+  if (beta == 0) return d;
+  return where(lt(d, Scalar(beta)), d * d * Scalar(0.5 / beta), d - Scalar(0.5 * beta));
+}
+
+Tensor reduced(const Call& c, const Tensor& loss) {
+  const int64_t reduction = c.integer("reduction");
+  return reduction == 0 ? loss : reduction == 1 ? mean(loss) : sum(loss);
+}
+
 Tensor bool_bitwise(const Call& c, Tensor (*op)(const Tensor&, const Tensor&)) {
   const Tensor a = c.tensor("self"), b = c.tensor("other");
   if (a.dtype() != DType::Bool || b.dtype() != DType::Bool) c.unsupported("bitwise ops of integers");

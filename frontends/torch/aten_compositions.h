@@ -82,6 +82,13 @@ Results native_batch_norm(const Call& c);
 /// arange: element i is start + i * step, in double, then converted (as PyTorch). Bounds LTC
 /// passes as run-time values are read as such, with the length LTC gives the result.
 Results arange_of(const Call& c);
+/// elu (alpha, scale, input_scale, as PyTorch) of `x`; log_sigmoid as min(x, 0) - log1p(e^-|x|);
+/// smooth_l1_loss of self and target (beta 0: l1), before its reduction.
+Tensor elu_of(const Call& c, const Tensor& x);
+Tensor log_sigmoid_of(const Tensor& x);
+Tensor smooth_l1_of(const Call& c, const Tensor& self);
+/// `loss` reduced by the call's `reduction` (0 none, 1 mean, 2 sum).
+Tensor reduced(const Call& c, const Tensor& loss);
 /// bitwise and, or, xor of two bool tensors (masks combined with &, |, ^) as `op`; of integers
 /// they fall back.
 Tensor bool_bitwise(const Call& c, Tensor (*op)(const Tensor&, const Tensor&));

@@ -108,6 +108,22 @@ const Entry kTable[] = {
      const Tensor x = c.tensor("self");
      return vjp(gelu_of(c, x), {x}, c.tensor("grad_output"));
    }},
+  {"aten::elu", [](const Call& c) { return one(elu_of(c, c.tensor("self"))); }},
+  {"aten::elu_backward", [](const Call& c) {
+     if (c.boolean("is_result")) c.unsupported("the backward of an in-place elu (from its result)");
+     const Tensor x = c.tensor("self_or_result");
+     return vjp(elu_of(c, x), {x}, c.tensor("grad_output"));
+   }},
+  {"aten::log_sigmoid_forward", [](const Call& c) {
+     const Tensor x = c.tensor("self");
+     // The buffer only PyTorch's own backward reads: empty where LTC declares it so.
+     const Tensor buffer = c.result_sizes(1) == std::vector<int64_t>{0} ? zeros({0}, x.dtype()) : exp(-abs(x));
+     return Results{log_sigmoid_of(x), buffer};
+   }},
+  {"aten::log_sigmoid_backward", [](const Call& c) {
+     const Tensor x = c.tensor("self");
+     return vjp(log_sigmoid_of(x), {x}, c.tensor("grad_output"));
+   }},
   {"aten::silu_backward", [](const Call& c) { const Tensor x = c.tensor("self"); return vjp(silu(x), {x}, c.tensor("grad_output")); }},
   {"aten::softplus_backward", [](const Call& c) {
      const Tensor x = c.tensor("self");
@@ -162,6 +178,11 @@ const Entry kTable[] = {
      const Tensor d = c.tensor("self") - c.tensor("target");
      Tensor g = Scalar(2.0) * d * cast(c.tensor("grad_output"), d.dtype());
      return one(c.integer("reduction") == 1 ? g / Scalar(static_cast<double>(d.numel())) : g);
+   }},
+  {"aten::smooth_l1_loss", [](const Call& c) { return one(reduced(c, smooth_l1_of(c, c.tensor("self")))); }},
+  {"aten::smooth_l1_loss_backward", [](const Call& c) {
+     const Tensor x = c.tensor("self");
+     return vjp(reduced(c, smooth_l1_of(c, x)), {x}, c.tensor("grad_output"));
    }},
   // Products.
   {"aten::mm", [](const Call& c) { return one(matmul(c.tensor("self"), c.tensor("mat2"))); }},

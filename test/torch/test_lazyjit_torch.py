@@ -273,6 +273,12 @@ class NnTest(Case):
         self.check(lambda t, y: F.cross_entropy(t, y, reduction='sum'), x, target)
         self.check(lambda t, y: F.nll_loss(t.log_softmax(1), y, reduction='none'), x, target)
         self.check(lambda t, y: F.nll_loss(t.log_softmax(1), y, ignore_index=3), x, target)
+        u = rnd(6, 10, seed=5)
+        for f in [lambda t, v: F.smooth_l1_loss(t, v), lambda t, v: F.smooth_l1_loss(t, v, beta=0.0),
+                  lambda t, v: F.smooth_l1_loss(t, v, reduction='none', beta=2.0), lambda t, v: F.elu(t) + F.logsigmoid(v),
+                  lambda t, v: F.selu(t), lambda t, v: F.celu(t, 0.5)]:
+            with self.subTest(f=f):
+                self.check(f, x * 3, u)
 
     def test_batch_norm(self):
         x, w, b = rnd(4, 3, 5, 6), rnd(3, seed=1), rnd(3, seed=2)
@@ -312,6 +318,9 @@ class NnTest(Case):
             (lambda x: x.sum(0).mean(), [(3, 4)]), (lambda a, b: F.mse_loss(a, b), [(4, 5), (4, 5)]),
             (lambda w: F.embedding(torch.tensor([[1, 2], [1, 0]]).to(w.device), w), [(4, 3)]),
             (lambda x: F.cross_entropy(x, torch.tensor([1, 0, 2]).to(x.device)), [(3, 4)]),
+            (lambda x: F.elu(x, alpha=0.7), [(4, 5)]), (F.logsigmoid, [(4, 5)]),
+            (lambda a, b: F.smooth_l1_loss(a, b, beta=0.5), [(4, 5), (4, 5)]),
+            (lambda a, b: F.smooth_l1_loss(a, b, reduction='sum'), [(4, 5), (4, 5)]),
         ]
         for fn, shapes in cases:
             with self.subTest(fn=fn):
