@@ -413,27 +413,6 @@ Tensor per_channel(const Tensor& c, const Tensor& x) {
 
 }  // namespace
 
-Results native_batch_norm(const Call& c) {
-  const Tensor x = c.tensor("input");
-  const Tensor running_mean = c.optional_tensor("running_mean"), running_var = c.optional_tensor("running_var");
-  const bool training = c.boolean("training");
-  if (training && (running_mean.defined() || running_var.defined())) {
-    c.unsupported("training updates the running statistics in place");
-  }
-  if (!training && !(running_mean.defined() && running_var.defined())) c.unsupported("eval without running statistics");
-  const Scalar eps(c.real("eps"));
-  const std::vector<int64_t> dims = batch_dims(x);
-  const Tensor mu = training ? mean(x, dims) : running_mean;
-  const Tensor invstd = rsqrt((training ? var(x, dims, /*unbiased=*/false) : running_var) + eps);
-  Tensor out = (x - per_channel(mu, x)) * per_channel(invstd, x);
-  if (const Tensor w = c.optional_tensor("weight"); w.defined()) out = out * per_channel(w, x);
-  if (const Tensor b = c.optional_tensor("bias"); b.defined()) out = out + per_channel(b, x);
-  // LTC declares the saved statistics empty where it keeps none (training without running
-  // statistics); the backward then computes them again.
-  if (c.result_sizes(1) == std::vector<int64_t>{0}) return {out, zeros({0}, x.dtype()), zeros({0}, x.dtype())};
-  return {out, mu, invstd};
-}
-
 Results native_batch_norm_backward(const Call& c) {
   const Tensor g = c.tensor("grad_out"), x = c.tensor("input"), weight = c.optional_tensor("weight");
   const bool training = c.boolean("train");
@@ -443,12 +422,9 @@ Results native_batch_norm_backward(const Call& c) {
   if (!training) {
     mu = c.tensor("running_mean");
     invstd = rsqrt(c.tensor("running_var") + eps);
-  } else if (const Tensor saved = c.optional_tensor("save_mean"); saved.defined() && saved.numel() > 0) {
-    mu = saved;
+  } else {
+    mu = c.tensor("save_mean");
     invstd = c.tensor("save_invstd");
-  } else {  // the forward kept none (native_batch_norm)
-    mu = mean(x, dims);
-    invstd = rsqrt(var(x, dims, /*unbiased=*/false) + eps);
   }
   mu = per_channel(mu, x);
   invstd = per_channel(invstd, x);

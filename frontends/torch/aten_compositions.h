@@ -75,10 +75,9 @@ Tensor max_pool_indices(const Call& c, const Tensor& x);
 Results embedding_dense_backward(const Call& c);
 Results native_layer_norm(const Call& c);
 Results native_layer_norm_backward(const Call& c);
-/// native_batch_norm where no running statistic is updated: eval (by the running statistics)
-/// or training without them. Training that keeps running statistics mutates them in place,
-/// which a translated graph does not express: that call falls back, with its reason.
-Results native_batch_norm(const Call& c);
+/// The backward of batch norm (its forward is lazy ops: lazy_kernels.cpp), in training by the
+/// statistics the forward saved, in evaluation by the running ones.
+Results native_batch_norm_backward(const Call& c);
 /// arange: element i is start + i * step, in double, then converted (as PyTorch). Bounds LTC
 /// passes as run-time values are read as such, with the length LTC gives the result.
 Results arange_of(const Call& c);
@@ -92,7 +91,6 @@ Tensor reduced(const Call& c, const Tensor& loss);
 /// bitwise and, or, xor of two bool tensors (masks combined with &, |, ^) as `op`; of integers
 /// they fall back.
 Tensor bool_bitwise(const Call& c, Tensor (*op)(const Tensor&, const Tensor&));
-Results native_batch_norm_backward(const Call& c);
 Tensor gelu_of(const Call& c, const Tensor& x);
 /// softplus with beta and threshold that may arrive at run time (as LTC passes them).
 Tensor softplus_of(const Call& c, const Tensor& x);

@@ -321,7 +321,6 @@ const Entry kTable[] = {
    }},
   {"aten::native_layer_norm", native_layer_norm},
   {"aten::native_layer_norm_backward", native_layer_norm_backward},
-  {"aten::native_batch_norm", native_batch_norm},
   {"aten::native_batch_norm_backward", native_batch_norm_backward},
 };
 // clang-format on

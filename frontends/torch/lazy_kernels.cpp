@@ -190,6 +190,52 @@ std::vector<at::Tensor> unbind_copy(const at::Tensor& self, int64_t dim) {
   return pieces;
 }
 
+// native_batch_norm: LTC 1.13's Lazy kernel records it without the in-place update of the
+// running statistics that eager makes in training (its schema does not mark them as written),
+// so a model's BatchNorm running statistics never moved on the lazy device. Here the batch
+// norm is lazy ops, and the running statistics are updated in place with copy_, as eager does:
+// running = (1 - momentum) * running + momentum * batch (the variance unbiased).
+using OptionalTensor = c10::optional<at::Tensor>;
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm(const at::Tensor& input, const OptionalTensor& weight,
+                                                                 const OptionalTensor& bias,
+                                                                 const OptionalTensor& running_mean,
+                                                                 const OptionalTensor& running_var, bool training,
+                                                                 double momentum, double eps) {
+  const bool has_mean = running_mean.has_value() && running_mean->defined();
+  const bool has_var = running_var.has_value() && running_var->defined();
+  TORCH_CHECK(training || (has_mean && has_var), "running_mean and running_var must be defined in evaluation mode");
+  std::vector<int64_t> dims = {0}, channel_shape(static_cast<size_t>(input.dim()), 1);
+  for (int64_t d = 2; d < input.dim(); ++d) dims.push_back(d);
+  channel_shape[1] = input.size(1);
+  // Below functionalisation a view is its _copy op.
+  auto per_channel = [&](const at::Tensor& t) { return at::view_copy(t, channel_shape); };
+  at::Tensor mean, invstd, save_mean, save_invstd;
+  if (training) {
+    mean = input.mean(dims);
+    // The biased variance as a mean of squares: LTC 1.13 runs var on eager CPU, which would
+    // split the step into two graphs.
+    const at::Tensor centered = input.sub(per_channel(mean));
+    const at::Tensor var = centered.mul(centered).mean(dims);
+    invstd = var.add(eps).rsqrt();
+    save_mean = mean;
+    save_invstd = invstd;
+    const int64_t n = input.numel() / std::max<int64_t>(input.size(1), 1);
+    const double unbiased = static_cast<double>(n) / static_cast<double>(std::max<int64_t>(n - 1, 1));
+    if (has_mean) running_mean->copy_(running_mean->mul(1 - momentum).add(mean.mul(momentum)));
+    if (has_var) running_var->copy_(running_var->mul(1 - momentum).add(var.mul(momentum * unbiased)));
+  } else {
+    mean = *running_mean;
+    invstd = running_var->add(eps).rsqrt();
+    save_mean = at::empty({0}, input.options());  // as eager: nothing saved in evaluation
+    save_invstd = at::empty({0}, input.options());
+  }
+  at::Tensor out = input.sub(per_channel(mean)).mul(per_channel(invstd));
+  if (weight.has_value() && weight->defined()) out = out.mul(per_channel(*weight));
+  if (bias.has_value() && bias->defined()) out = out.add(per_channel(*bias));
+  return {out, save_mean, save_invstd};
+}
+
 }  // namespace
 
 void register_lazy_kernels() {
@@ -199,6 +245,14 @@ void register_lazy_kernels() {
     lib->impl("split_copy.Tensor", TORCH_FN(split_copy));
     lib->impl("split_with_sizes_copy", TORCH_FN(split_with_sizes_copy));
     lib->impl("unbind_copy.int", TORCH_FN(unbind_copy));
+    {
+      // It replaces LTC's own kernel: PyTorch warns of that, which users need not see.
+      struct Quiet : c10::WarningHandler {
+        void process(const c10::SourceLocation&, const std::string&, bool) override {}
+      } quiet;
+      c10::Warning::WarningHandlerGuard guard(&quiet);
+      lib->impl("native_batch_norm", TORCH_FN(native_batch_norm));
+    }
     return lib;
   }();
   (void)library;

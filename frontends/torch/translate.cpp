@@ -363,10 +363,7 @@ Program::Step Program::aten_step(const jit::Node& node, ArgsOf& args_of, const V
     args_of[output] = Arg{.slot = num_slots_++};
     auto shape = shapes.find(output);
     std::optional<DType> dtype;
-    // Undefined: LTC does not know it (native_batch_norm's saved statistics without running
-    // ones); the translation's own dtype stands.
-    if (shape != shapes.end() && shape->second.scalar_type() != c10::ScalarType::Undefined &&
-        !(dtype = to_dtype(shape->second.scalar_type()))) {
+    if (shape != shapes.end() && !(dtype = to_dtype(shape->second.scalar_type()))) {
       throw Untranslatable(op, c10::str("gives ", shape->second.scalar_type(), ", a dtype lazyjit does not have"));
     }
     step.result_dtypes.push_back(dtype);
