@@ -460,6 +460,8 @@ Tensor elu_of(const Call& c, const Tensor& x) {
 
 Tensor log_sigmoid_of(const Tensor& x) { return where(lt(x, Scalar(0.0)), x, Scalar(0.0)) - log1p(exp(-abs(x))); }
 
+Tensor hardswish_of(const Tensor& x) { return x * clamp(x + Scalar(3.0), Scalar(0.0), Scalar(6.0)) * Scalar(1.0 / 6.0); }
+
 Tensor smooth_l1_of(const Call& c, const Tensor& self) {
   const Tensor d = abs(self - cast(c.tensor("target"), self.dtype()));
   const double beta = c.has("beta") ? c.real("beta") : 1.0;

@@ -85,6 +85,8 @@ Results arange_of(const Call& c);
 /// smooth_l1_loss of self and target (beta 0: l1), before its reduction.
 Tensor elu_of(const Call& c, const Tensor& x);
 Tensor log_sigmoid_of(const Tensor& x);
+/// x * clamp(x + 3, 0, 6) / 6.
+Tensor hardswish_of(const Tensor& x);
 Tensor smooth_l1_of(const Call& c, const Tensor& self);
 /// `loss` reduced by the call's `reduction` (0 none, 1 mean, 2 sum).
 Tensor reduced(const Call& c, const Tensor& loss);

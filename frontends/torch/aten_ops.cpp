@@ -108,6 +108,17 @@ const Entry kTable[] = {
      const Tensor x = c.tensor("self");
      return vjp(gelu_of(c, x), {x}, c.tensor("grad_output"));
    }},
+  {"aten::tan", [](const Call& c) { const Tensor x = c.tensor("self"); return one(sin(x) / cos(x)); }},
+  {"aten::sinh", [](const Call& c) { const Tensor x = c.tensor("self"); return one((expm1(x) - expm1(-x)) * Scalar(0.5)); }},
+  {"aten::cosh", [](const Call& c) { const Tensor x = c.tensor("self"); return one((exp(x) + exp(-x)) * Scalar(0.5)); }},
+  {"aten::log10", [](const Call& c) { return one(log(c.tensor("self")) * Scalar(1.0 / std::numbers::ln10)); }},
+  {"aten::exp2", [](const Call& c) { return one(exp(c.tensor("self") * Scalar(std::numbers::ln2))); }},
+  {"aten::mish", [](const Call& c) { const Tensor x = c.tensor("self"); return one(x * tanh(softplus(x))); }},
+  {"aten::hardswish", [](const Call& c) { return one(hardswish_of(c.tensor("self"))); }},
+  {"aten::hardswish_backward", [](const Call& c) {
+     const Tensor x = c.tensor("self");
+     return vjp(hardswish_of(x), {x}, c.tensor("grad_output"));
+   }},
   {"aten::elu", [](const Call& c) { return one(elu_of(c, c.tensor("self"))); }},
   {"aten::elu_backward", [](const Call& c) {
      if (c.boolean("is_result")) c.unsupported("the backward of an in-place elu (from its result)");
@@ -157,6 +168,10 @@ const Entry kTable[] = {
      return Results{r.values, r.indices};
    }},
   {"aten::var", [](const Call& c) { return one(var(c.tensor("self"), dims_of(c), unbiased(c), keepdim(c))); }},
+  {"aten::var_mean", [](const Call& c) {
+     const Tensor x = c.tensor("self");
+     return Results{var(x, dims_of(c), unbiased(c), keepdim(c)), mean(x, dims_of(c), keepdim(c))};
+   }},
   {"aten::std", [](const Call& c) { return one(lazyjit::std(c.tensor("self"), dims_of(c), unbiased(c), keepdim(c))); }},
   {"aten::cumsum", [](const Call& c) { return one(cumsum(with_dtype(c, c.tensor("self")), c.integer("dim"))); }},
   {"aten::cumprod", [](const Call& c) { return one(cumprod(with_dtype(c, c.tensor("self")), c.integer("dim"))); }},

@@ -341,7 +341,10 @@ class OwnLazyKernelsTest(Case):
                lambda t, u: F.mse_loss(t, u),
                lambda t, u: t.cumprod(1)] + [lambda t, u, f=f: f(t) for f in (torch.log1p, torch.expm1, torch.sin, torch.ceil, torch.round,
                torch.sign)] + [lambda t, u: torch.logical_and(t > 0, u > 0), lambda t, u: t.clamp(max=0.3),
-               lambda t, u: torch.floor_divide(t, u.abs() + 1), lambda t, u: t.index_add(0, torch.tensor([3, 0]).to(t.device), u[:2])]
+               lambda t, u: torch.floor_divide(t, u.abs() + 1), lambda t, u: t.index_add(0, torch.tensor([3, 0]).to(t.device), u[:2]),
+               lambda t, u: t.var(1), lambda t, u: torch.var_mean(t, 0, unbiased=False)[0] + torch.var_mean(t, 0)[1],
+               lambda t, u: (t > 0.3).any(1)] + [lambda t, u, f=f: f(t) for f in (torch.tan, torch.sinh, torch.cosh, torch.log10,
+               torch.exp2, F.mish, F.hardswish)]
         for op in ops:
             with self.subTest(op=op):
                 before = self.eager_fallbacks()
@@ -349,6 +352,10 @@ class OwnLazyKernelsTest(Case):
                 self.assertEqual(self.eager_fallbacks(), before)
         self.check_grad(lambda t, u: torch.amax(t, 1) + torch.erf(t).sum(1) + F.mse_loss(t, u) + torch.where(t > 0, t, u).sum(1),
                         (4, 5), (4, 5))
+        before = self.eager_fallbacks()
+        self.check_grad(lambda t: torch.tan(t) + torch.sinh(t) * torch.cosh(t) + torch.log10(t) + torch.exp2(t) + F.mish(t)
+                        + F.hardswish(t * 4) + t.var(0, keepdim=True), (4, 5), positive=True)
+        self.assertEqual(self.eager_fallbacks(), before)
 
 
 class Mlp(nn.Module):
