@@ -462,6 +462,28 @@ Tensor log_sigmoid_of(const Tensor& x) { return where(lt(x, Scalar(0.0)), x, Sca
 
 Tensor hardswish_of(const Tensor& x) { return x * clamp(x + Scalar(3.0), Scalar(0.0), Scalar(6.0)) * Scalar(1.0 / 6.0); }
 
+Tensor glu_of(const Tensor& x, int64_t dim) {
+  const int64_t d = dim < 0 ? dim + x.dim() : dim;
+  const int64_t half = x.shape()[static_cast<size_t>(d)] / 2;
+  return slice(x, d, 0, half) * sigmoid(slice(x, d, half, 2 * half));
+}
+
+Results roll(const Call& c) {
+  Tensor x = c.tensor("self");
+  const std::vector<int64_t> shifts = c.ints("shifts"), dims = c.ints("dims");
+  if (shifts.size() != std::max<size_t>(dims.size(), 1)) c.unsupported("shifts and dims of different lengths");
+  const std::vector<int64_t> shape = x.shape();
+  if (dims.empty()) x = reshape(x, {-1});
+  for (size_t i = 0; i < shifts.size(); ++i) {
+    const int64_t dim = dims.empty() ? 0 : (dims[i] < 0 ? dims[i] + x.dim() : dims[i]);
+    const int64_t n = x.shape()[static_cast<size_t>(dim)];
+    if (n == 0) continue;
+    const int64_t s = ((shifts[i] % n) + n) % n;  // element j moves to (j + s) mod n
+    if (s != 0) x = cat({slice(x, dim, n - s, n), slice(x, dim, 0, n - s)}, dim);
+  }
+  return one(dims.empty() ? reshape(x, shape) : x);
+}
+
 Tensor smooth_l1_of(const Call& c, const Tensor& self) {
   const Tensor d = abs(self - cast(c.tensor("target"), self.dtype()));
   const double beta = c.has("beta") ? c.real("beta") : 1.0;

@@ -87,6 +87,11 @@ Tensor elu_of(const Call& c, const Tensor& x);
 Tensor log_sigmoid_of(const Tensor& x);
 /// x * clamp(x + 3, 0, 6) / 6.
 Tensor hardswish_of(const Tensor& x);
+/// glu: the first half of `dim` times the sigmoid of the second.
+Tensor glu_of(const Tensor& x, int64_t dim);
+/// roll: the elements shifted along each of `dims` (of the flattened tensor when none), as a
+/// cat of two slices per dim.
+Results roll(const Call& c);
 Tensor smooth_l1_of(const Call& c, const Tensor& self);
 /// `loss` reduced by the call's `reduction` (0 none, 1 mean, 2 sum).
 Tensor reduced(const Call& c, const Tensor& loss);

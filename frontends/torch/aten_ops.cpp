@@ -119,6 +119,12 @@ const Entry kTable[] = {
      const Tensor x = c.tensor("self");
      return vjp(hardswish_of(x), {x}, c.tensor("grad_output"));
    }},
+  {"aten::glu", [](const Call& c) { return one(glu_of(c.tensor("self"), c.integer("dim"))); }},
+  {"aten::glu_backward", [](const Call& c) {
+     const Tensor x = c.tensor("self");
+     return vjp(glu_of(x, c.integer("dim")), {x}, c.tensor("grad_output"));
+   }},
+  {"aten::roll", roll},
   {"aten::elu", [](const Call& c) { return one(elu_of(c, c.tensor("self"))); }},
   {"aten::elu_backward", [](const Call& c) {
      if (c.boolean("is_result")) c.unsupported("the backward of an in-place elu (from its result)");

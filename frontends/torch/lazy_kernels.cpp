@@ -34,7 +34,7 @@ constexpr const char* kOps[] = {
     "amax", "amin", "argmax", "argmin", "where.self", "erf", "mse_loss", "mse_loss_backward", "cumprod",
     "log1p", "expm1", "sin", "ceil", "round", "sign", "logical_not", "logical_and", "logical_or",
     "clamp_max", "floor_divide", "silu_backward", "index_add", "var.correction", "var_mean.correction", "any.dim",
-    "tan", "sinh", "cosh", "log10", "exp2", "mish", "hardswish", "hardswish_backward",
+    "tan", "sinh", "cosh", "log10", "exp2", "mish", "hardswish", "hardswish_backward", "roll",
 };
 
 /// One argument of the aten call a node lowers to: an operand (by index) or a constant, and

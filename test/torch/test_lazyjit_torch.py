@@ -207,7 +207,8 @@ class ViewAndIndexTest(Case):
                   lambda t: t[:, :1].squeeze(), lambda t: t.unsqueeze(1), lambda t: t[1:4:2, :, -2:],
                   lambda t: t[:, 2], lambda t: t.narrow(1, 1, 3), lambda t: torch.cat([t, t * 2], 1),
                   lambda t: torch.stack([t, t + 1], -1), lambda t: t.flip(0, 2), lambda t: t.repeat(1, 2, 1, 2),
-                  lambda t: t.contiguous().clone() + 0]:
+                  lambda t: t.contiguous().clone() + 0, lambda t: t.roll(1, 1), lambda t: t.roll((-2, 7), (0, 2)),
+                  lambda t: t.roll(5)]:
             with self.subTest(f=f):
                 self.check(f, x)
 
@@ -319,6 +320,7 @@ class NnTest(Case):
             (lambda w: F.embedding(torch.tensor([[1, 2], [1, 0]]).to(w.device), w), [(4, 3)]),
             (lambda x: F.cross_entropy(x, torch.tensor([1, 0, 2]).to(x.device)), [(3, 4)]),
             (lambda x: F.elu(x, alpha=0.7), [(4, 5)]), (F.logsigmoid, [(4, 5)]),
+            (lambda x: F.glu(x, -1), [(3, 6)]), (lambda x: x.roll(2, 0) * x, [(5, 2)]),
             (lambda a, b: F.smooth_l1_loss(a, b, beta=0.5), [(4, 5), (4, 5)]),
             (lambda a, b: F.smooth_l1_loss(a, b, reduction='sum'), [(4, 5), (4, 5)]),
         ]
