@@ -246,6 +246,10 @@ void register_lazy_kernels() {
     lib->impl("split_copy.Tensor", TORCH_FN(split_copy));
     lib->impl("split_with_sizes_copy", TORCH_FN(split_with_sizes_copy));
     lib->impl("unbind_copy.int", TORCH_FN(unbind_copy));
+    // The unsafe variants (chunk in PyTorch's own LSTM and GRU cells) are not views: the same
+    // slices serve, where PyTorch's composite reaches as_strided, which LTC has no kernel for.
+    lib->impl("unsafe_split.Tensor", TORCH_FN(split_copy));
+    lib->impl("unsafe_split_with_sizes", TORCH_FN(split_with_sizes_copy));
     {
       // It replaces LTC's own kernel: PyTorch warns of that, which users need not see.
       struct Quiet : c10::WarningHandler {

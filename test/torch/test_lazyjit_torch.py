@@ -388,6 +388,18 @@ class BatchNormCnn(nn.Module):
         return self.fc(F.max_pool2d(F.relu(self.bn(self.conv(x))), 2).flatten(1))
 
 
+class Recurrent(nn.Module):
+    """Embedded tokens through an LSTM then a GRU (PyTorch's own cells: their gates are an
+    unsafe_chunk), logits per token."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb, self.lstm, self.gru, self.fc = nn.Embedding(7, 6), nn.LSTM(6, 8, batch_first=True), nn.GRU(8, 5), nn.Linear(5, 7)
+
+    def forward(self, x):
+        return self.fc(self.gru(self.lstm(self.emb(x))[0])[0]).reshape(-1, 7)
+
+
 class Attention(nn.Module):
     """A causal self-attention block over embedded tokens, GPT style: heads split from one
     q, k, v product, positions by arange on the device, logits per token."""
@@ -472,6 +484,11 @@ class TrainingTest(Case):
 
         for got, want in zip(trained(LAZY), trained('cpu')):
             self.assert_matches(got, want, 1e-5, 1e-4)
+
+    def test_lstm_and_gru_match_eager_step_by_step(self):
+        gen = torch.Generator().manual_seed(5)
+        self.compare(Recurrent, lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
+                     torch.randint(0, 7, (2, 5), generator=gen), torch.randint(0, 7, (10,), generator=gen))
 
     def test_attention_with_split_heads_and_adamw_matches_eager_step_by_step(self):
         gen = torch.Generator().manual_seed(3)
