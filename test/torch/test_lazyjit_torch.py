@@ -400,6 +400,20 @@ class Recurrent(nn.Module):
         return self.fc(self.gru(self.lstm(self.emb(x))[0])[0]).reshape(-1, 7)
 
 
+class Encoder(nn.Module):
+    """PyTorch's own TransformerEncoderLayer (its attention's in-projection is chunked) with a
+    causal mask."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb, self.fc = nn.Embedding(9, 16), nn.Linear(16, 9)
+        self.enc = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True)
+
+    def forward(self, x):
+        mask = nn.Transformer.generate_square_subsequent_mask(x.shape[1]).to(x.device)
+        return self.fc(self.enc(self.emb(x), src_mask=mask)).reshape(-1, 9)
+
+
 class Attention(nn.Module):
     """A causal self-attention block over embedded tokens, GPT style: heads split from one
     q, k, v product, positions by arange on the device, logits per token."""
@@ -484,6 +498,11 @@ class TrainingTest(Case):
 
         for got, want in zip(trained(LAZY), trained('cpu')):
             self.assert_matches(got, want, 1e-5, 1e-4)
+
+    def test_transformer_encoder_layer_matches_eager_step_by_step(self):
+        gen = torch.Generator().manual_seed(6)
+        self.compare(Encoder, lambda p: torch.optim.AdamW(p, lr=1e-2), torch.randint(0, 9, (2, 6), generator=gen),
+                     torch.randint(0, 9, (12,), generator=gen))
 
     def test_lstm_and_gru_match_eager_step_by_step(self):
         gen = torch.Generator().manual_seed(5)
