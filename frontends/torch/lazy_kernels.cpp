@@ -6,6 +6,9 @@
 // from running the op on meta tensors; an op whose meta kernel fails runs eagerly on the CPU,
 // as it would without this file. Autograd needs nothing here: the Autograd key's formulas
 // call the forward and backward ops, which are lazy again.
+// Below them, kernels that replace what LTC 1.13 gets wrong: split, chunk and unbind (whose
+// pieces it left on the CPU) as lazy slices, and batch norm (whose running statistics it never
+// updated) as lazy ops with the update.
 #include <algorithm>
 #include <optional>
 #include <sstream>
