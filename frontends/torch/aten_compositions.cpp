@@ -468,6 +468,58 @@ Tensor glu_of(const Tensor& x, int64_t dim) {
   return slice(x, d, 0, half) * sigmoid(slice(x, d, half, 2 * half));
 }
 
+namespace {
+
+/// The scale from output to input index along one dim (area_pixel_compute_scale): a given
+/// scale factor's inverse, else in / out; with align_corners, (in - 1) / (out - 1). In float.
+double upsample_scale(const Call& c, std::string_view scale_name, int64_t in, int64_t out, bool align_corners) {
+  if (align_corners) return out > 1 ? static_cast<float>(in - 1) / static_cast<float>(out - 1) : 0.0;
+  const std::optional<double> given = c.has(scale_name) ? c.constant_number(scale_name) : std::nullopt;
+  if (c.has(scale_name) && !given) c.unsupported("a scale factor computed at run time");
+  return given && *given > 0 ? static_cast<float>(1.0 / *given) : static_cast<float>(in) / static_cast<float>(out);
+}
+
+/// `x` resampled along `dim` to `out` elements.
+Tensor resample(const Call& c, const Tensor& x, int64_t dim, int64_t out, std::string_view scale_name, bool bilinear) {
+  const int64_t in = x.shape()[static_cast<size_t>(dim)];
+  const bool align_corners = bilinear && c.boolean("align_corners");
+  const Scalar scale(upsample_scale(c, scale_name, in, out, align_corners));
+  std::vector<int64_t> shape(static_cast<size_t>(x.dim()), 1);
+  shape[static_cast<size_t>(dim)] = out;
+  const Tensor last = full({}, static_cast<double>(in - 1), DType::Int64);
+  if (!bilinear) {  // nearest: min(floor(j * scale), in - 1)
+    const Tensor index = minimum(cast(floor(arange(out, DType::Float32) * scale), DType::Int64), last);
+    return index_select(x, dim, index);
+  }
+  // linear: source (j + 0.5) * scale - 0.5, at least 0 (j * scale with align_corners); the
+  // rows floor(src) and the next one (the last row twice), weighted 1 - frac and frac.
+  Tensor src = align_corners ? arange(out, DType::Float32) * scale
+                             : (arange(out, DType::Float32) + Scalar(0.5)) * scale - Scalar(0.5);
+  src = where(lt(src, Scalar(0.0)), Scalar(0.0), src);
+  const Tensor i0 = cast(floor(src), DType::Int64), i1 = minimum(i0 + Scalar(int64_t{1}), last);
+  const Tensor w1 = reshape(cast(src - floor(src), x.dtype()), shape);
+  const Tensor w0 = Scalar(1.0) - w1;
+  return index_select(x, dim, i0) * w0 + index_select(x, dim, i1) * w1;
+}
+
+}  // namespace
+
+Tensor upsample_of(const Call& c, const Tensor& x, bool bilinear) {
+  const std::optional<std::vector<int64_t>> sizes = c.result_sizes(0);
+  if (!sizes || sizes->size() != 4 || x.dim() != 4) c.unsupported("an input or result that is not [N, C, H, W]");
+  return resample(c, resample(c, x, 2, (*sizes)[2], "scales_h", bilinear), 3, (*sizes)[3], "scales_w", bilinear);
+}
+
+Results upsample_backward(const Call& c, bool bilinear) {
+  const std::vector<int64_t> input_size = c.ints("input_size");
+  const Tensor g = c.tensor("grad_output");
+  const Tensor x = zeros(input_size, g.dtype());
+  const std::vector<int64_t> out = g.shape();
+  if (x.dim() != 4) c.unsupported("an input that is not [N, C, H, W]");
+  const Tensor y = resample(c, resample(c, x, 2, out[2], "scales_h", bilinear), 3, out[3], "scales_w", bilinear);
+  return vjp(y, {x}, g);
+}
+
 Results roll(const Call& c) {
   Tensor x = c.tensor("self");
   const std::vector<int64_t> shifts = c.ints("shifts"), dims = c.ints("dims");

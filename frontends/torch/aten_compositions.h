@@ -89,6 +89,12 @@ Tensor log_sigmoid_of(const Tensor& x);
 Tensor hardswish_of(const Tensor& x);
 /// glu: the first half of `dim` times the sigmoid of the second.
 Tensor glu_of(const Tensor& x, int64_t dim);
+/// upsample_nearest2d and upsample_bilinear2d of `x` [N, C, H, W] to the result's size, with
+/// PyTorch's source indices and weights (float arithmetic, as its CPU kernels): gathers along
+/// H and W of indices computed on the device, and for bilinear the two rows' and columns' lerp.
+Tensor upsample_of(const Call& c, const Tensor& x, bool bilinear);
+/// The backward of either: the vector-Jacobian product of upsample_of at zeros of input_size.
+Results upsample_backward(const Call& c, bool bilinear);
 /// roll: the elements shifted along each of `dims` (of the flattened tensor when none), as a
 /// cat of two slices per dim.
 Results roll(const Call& c);

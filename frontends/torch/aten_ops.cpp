@@ -125,6 +125,10 @@ const Entry kTable[] = {
      return vjp(glu_of(x, c.integer("dim")), {x}, c.tensor("grad_output"));
    }},
   {"aten::roll", roll},
+  {"aten::upsample_nearest2d", [](const Call& c) { return one(upsample_of(c, c.tensor("self"), false)); }},
+  {"aten::upsample_nearest2d_backward", [](const Call& c) { return upsample_backward(c, false); }},
+  {"aten::upsample_bilinear2d", [](const Call& c) { return one(upsample_of(c, c.tensor("self"), true)); }},
+  {"aten::upsample_bilinear2d_backward", [](const Call& c) { return upsample_backward(c, true); }},
   {"aten::elu", [](const Call& c) { return one(elu_of(c, c.tensor("self"))); }},
   {"aten::elu_backward", [](const Call& c) {
      if (c.boolean("is_result")) c.unsupported("the backward of an in-place elu (from its result)");

@@ -267,6 +267,15 @@ class NnTest(Case):
         self.check(lambda t: F.adaptive_avg_pool2d(t, (4, 3)), x)  # unequal, overlapping windows
         self.check(lambda t, k: F.conv1d(t, k, padding=1), rnd(2, 3, 10), rnd(4, 3, 3, seed=4))
 
+    def test_upsampling(self):
+        x = rnd(2, 3, 4, 5)
+        for f in [lambda t: F.interpolate(t, scale_factor=2, mode='nearest'), lambda t: F.interpolate(t, size=(3, 11)),
+                  lambda t: F.interpolate(t, scale_factor=1.7), lambda t: F.interpolate(t, scale_factor=2, mode='bilinear'),
+                  lambda t: F.interpolate(t, size=(7, 9), mode='bilinear', align_corners=True),
+                  lambda t: F.interpolate(t, scale_factor=(1.5, 0.6), mode='bilinear')]:
+            with self.subTest(f=f):
+                self.check(f, x, atol=1e-6)
+
     def test_normalisation_and_losses(self):
         x, target = rnd(6, 10), torch.tensor([1, 0, 9, 3, 3, 7])
         self.check(lambda t, g, b: F.layer_norm(t, (10,), g, b), x, torch.ones(10) * 1.5, torch.zeros(10) + 0.1)
@@ -321,6 +330,8 @@ class NnTest(Case):
             (lambda x: F.cross_entropy(x, torch.tensor([1, 0, 2]).to(x.device)), [(3, 4)]),
             (lambda x: F.elu(x, alpha=0.7), [(4, 5)]), (F.logsigmoid, [(4, 5)]),
             (lambda x: F.glu(x, -1), [(3, 6)]), (lambda x: x.roll(2, 0) * x, [(5, 2)]),
+            (lambda x: F.interpolate(x, scale_factor=2), [(1, 2, 3, 4)]),
+            (lambda x: F.interpolate(x, size=(5, 3), mode='bilinear'), [(1, 2, 3, 4)]),
             (lambda a, b: F.smooth_l1_loss(a, b, beta=0.5), [(4, 5), (4, 5)]),
             (lambda a, b: F.smooth_l1_loss(a, b, reduction='sum'), [(4, 5), (4, 5)]),
         ]
