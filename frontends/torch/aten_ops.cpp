@@ -277,6 +277,15 @@ const Entry kTable[] = {
   {"aten::gather", [](const Call& c) { return one(gather(c.tensor("self"), c.integer("dim"), c.tensor("index"))); }},
   {"aten::embedding", [](const Call& c) { return one(embedding(c.tensor("weight"), c.tensor("indices"))); }},
   {"aten::embedding_dense_backward", embedding_dense_backward},
+  {"aten::scatter", [](const Call& c) {
+     // The value overload: every indexed element takes the one value, so duplicate indices
+     // agree (the src overload's would not, in an unspecified order: it falls back).
+     if (!c.has("value") || c.has("reduce")) c.unsupported("scatter of a src tensor, or with a reduce");
+     const Tensor self = c.tensor("self"), index = c.tensor("index");
+     const int64_t dim = c.integer("dim");
+     const Tensor hits = scatter_add(zeros(self.shape(), DType::Int64), dim, index, ones(index.shape(), DType::Int64));
+     return one(where(gt(hits, Scalar(int64_t{0})), cast(c.tensor("value"), self.dtype()), self));
+   }},
   {"aten::scatter_add", [](const Call& c) {
      return one(scatter_add(c.tensor("self"), c.integer("dim"), c.tensor("index"), cast(c.tensor("src"), c.tensor("self").dtype())));
    }},

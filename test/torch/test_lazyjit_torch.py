@@ -356,7 +356,8 @@ class OwnLazyKernelsTest(Case):
                torch.sign)] + [lambda t, u: torch.logical_and(t > 0, u > 0), lambda t, u: t.clamp(max=0.3),
                lambda t, u: torch.floor_divide(t, u.abs() + 1), lambda t, u: t.index_add(0, torch.tensor([3, 0]).to(t.device), u[:2]),
                lambda t, u: t.var(1), lambda t, u: torch.var_mean(t, 0, unbiased=False)[0] + torch.var_mean(t, 0)[1],
-               lambda t, u: (t > 0.3).any(1)] + [lambda t, u, f=f: f(t) for f in (torch.tan, torch.sinh, torch.cosh, torch.log10,
+               lambda t, u: (t > 0.3).any(1), lambda t, u: t.scatter(1, torch.tensor([[0, 2], [4, 4], [1, 0], [3, 3]]).to(t.device), 1.5),
+               lambda t, u: t.scatter(0, torch.tensor([[1, 1, 0, 3, 2]]).to(t.device), -2.0)] + [lambda t, u, f=f: f(t) for f in (torch.tan, torch.sinh, torch.cosh, torch.log10,
                torch.exp2, F.mish, F.hardswish)]
         for op in ops:
             with self.subTest(op=op):
