@@ -262,6 +262,9 @@ class NnTest(Case):
         self.check(lambda t, k: F.conv2d(t, k, padding=1, groups=3), x, rnd(6, 1, 3, 3, seed=3))
         self.check(lambda t: F.max_pool2d(t, 2), x)
         self.check(lambda t: F.max_pool2d(t, 3, stride=2, padding=1), x)
+        self.check(lambda t: F.max_pool2d(t, 3, stride=2, ceil_mode=True), x)  # SqueezeNet's
+        self.check(lambda t: F.max_pool2d(t, (3, 2), stride=(2, 3), padding=(1, 0), ceil_mode=True), x)
+        self.check(lambda t: F.max_pool2d(t, 3, stride=2, ceil_mode=True, return_indices=True)[1], x)
         self.check(lambda t: F.avg_pool2d(t, 2), x)
         self.check(lambda t: F.adaptive_avg_pool2d(t, 1), x)
         self.check(lambda t: F.adaptive_avg_pool2d(t, (4, 3)), x)  # unequal, overlapping windows
@@ -331,6 +334,7 @@ class NnTest(Case):
             (lambda x: F.elu(x, alpha=0.7), [(4, 5)]), (F.logsigmoid, [(4, 5)]),
             (lambda x: F.glu(x, -1), [(3, 6)]), (lambda x: x.roll(2, 0) * x, [(5, 2)]),
             (lambda x: F.interpolate(x, scale_factor=2), [(1, 2, 3, 4)]),
+            (lambda x: F.max_pool2d(x, 3, stride=2, ceil_mode=True), [(1, 2, 7, 6)]),
             (lambda x: F.interpolate(x, size=(5, 3), mode='bilinear'), [(1, 2, 3, 4)]),
             (lambda a, b: F.smooth_l1_loss(a, b, beta=0.5), [(4, 5), (4, 5)]),
             (lambda a, b: F.smooth_l1_loss(a, b, reduction='sum'), [(4, 5), (4, 5)]),
