@@ -372,7 +372,7 @@ class OwnLazyKernelsTest(Case):
                         (4, 5), (4, 5))
         before = self.eager_fallbacks()
         self.check_grad(lambda t: torch.tan(t) + torch.sinh(t) * torch.cosh(t) + torch.log10(t) + torch.exp2(t) + F.mish(t)
-                        + F.hardswish(t * 4) + t.var(0, keepdim=True), (4, 5), positive=True)
+                        + F.hardswish(t * 4) + t.var(0, keepdim=True) + F.relu6(t * 4 - 1), (4, 5), positive=True)
         self.assertEqual(self.eager_fallbacks(), before)
 
 
