@@ -10,7 +10,6 @@
 #include "host_data.h"
 #include "codegen/jit_compiler.h"
 #include "ir/graph.h"
-#include "lowering/fusion.h"
 #include "lowering/kernel_abi.h"
 #include "lowering/shape_table.h"
 

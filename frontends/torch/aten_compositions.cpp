@@ -446,18 +446,11 @@ Tensor per_channel(const Tensor& c, const Tensor& x) {
 Results native_batch_norm_backward(const Call& c) {
   const Tensor g = c.tensor("grad_out"), x = c.tensor("input"), weight = c.optional_tensor("weight");
   const bool training = c.boolean("train");
-  const Scalar eps(c.real("eps"));
   const std::vector<int64_t> dims = batch_dims(x);
-  Tensor mu, invstd;
-  if (!training) {
-    mu = c.tensor("running_mean");
-    invstd = rsqrt(c.tensor("running_var") + eps);
-  } else {
-    mu = c.tensor("save_mean");
-    invstd = c.tensor("save_invstd");
-  }
-  mu = per_channel(mu, x);
-  invstd = per_channel(invstd, x);
+  // The statistics the forward normalised by: the batch's it saved, or the running ones.
+  const Tensor mu = per_channel(c.tensor(training ? "save_mean" : "running_mean"), x);
+  const Tensor invstd = per_channel(
+      training ? c.tensor("save_invstd") : rsqrt(c.tensor("running_var") + Scalar(c.real("eps"))), x);
   const Tensor xhat = (x - mu) * invstd;
   const Tensor gw = weight.defined() ? g * per_channel(weight, x) : g;
   const Tensor dx = training ? invstd * (gw - mean(gw, dims, true) - xhat * mean(gw * xhat, dims, true)) : gw * invstd;
@@ -532,22 +525,24 @@ Tensor resample(const Call& c, const Tensor& x, int64_t dim, int64_t out, std::s
   return index_select(x, dim, i0) * w0 + index_select(x, dim, i1) * w1;
 }
 
+/// `x` [N, C, H, W] resampled to `out` ([.., H', W']) along H, then W.
+Tensor resampled(const Call& c, const Tensor& x, const std::vector<int64_t>& out, bool bilinear) {
+  if (x.dim() != 4 || out.size() != 4) c.unsupported("an input or result that is not [N, C, H, W]");
+  return resample(c, resample(c, x, 2, out[2], "scales_h", bilinear), 3, out[3], "scales_w", bilinear);
+}
+
 }  // namespace
 
 Tensor upsample_of(const Call& c, const Tensor& x, bool bilinear) {
   const std::optional<std::vector<int64_t>> sizes = c.result_sizes(0);
-  if (!sizes || sizes->size() != 4 || x.dim() != 4) c.unsupported("an input or result that is not [N, C, H, W]");
-  return resample(c, resample(c, x, 2, (*sizes)[2], "scales_h", bilinear), 3, (*sizes)[3], "scales_w", bilinear);
+  if (!sizes) c.unsupported("a result of unknown size");
+  return resampled(c, x, *sizes, bilinear);
 }
 
 Results upsample_backward(const Call& c, bool bilinear) {
-  const std::vector<int64_t> input_size = c.ints("input_size");
   const Tensor g = c.tensor("grad_output");
-  const Tensor x = zeros(input_size, g.dtype());
-  const std::vector<int64_t> out = g.shape();
-  if (x.dim() != 4) c.unsupported("an input that is not [N, C, H, W]");
-  const Tensor y = resample(c, resample(c, x, 2, out[2], "scales_h", bilinear), 3, out[3], "scales_w", bilinear);
-  return vjp(y, {x}, g);
+  const Tensor x = zeros(c.ints("input_size"), g.dtype());
+  return vjp(resampled(c, x, g.shape(), bilinear), {x}, g);
 }
 
 Results roll(const Call& c) {

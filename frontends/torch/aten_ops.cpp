@@ -196,8 +196,7 @@ const Entry kTable[] = {
   {"aten::nll_loss_backward", nll_loss_backward},
   {"aten::mse_loss", [](const Call& c) {
      const Tensor d = c.tensor("self") - c.tensor("target");
-     const int64_t reduction = c.integer("reduction");
-     return one(reduction == 0 ? d * d : reduction == 1 ? mean(d * d) : sum(d * d));
+     return one(reduced(c, d * d));
    }},
   {"aten::mse_loss_backward", [](const Call& c) {
      const Tensor d = c.tensor("self") - c.tensor("target");

@@ -7,6 +7,10 @@
 
 namespace lazyjit::kir {
 
+Builder::Builder(Kernel kernel) : kernel_(std::move(kernel)) {
+  for (size_t i = 0; i < kernel_.exprs.size(); ++i) ids_.try_emplace(kernel_.exprs[i], static_cast<Id>(i));
+}
+
 Id Builder::add(Expr e) {
   const auto [it, fresh] = ids_.try_emplace(e, static_cast<Id>(kernel_.exprs.size()));
   if (fresh) kernel_.exprs.push_back(std::move(e));

@@ -126,6 +126,11 @@ struct Kernel {
 /// constant index arithmetic is folded.
 class Builder {
  public:
+  Builder() = default;
+  /// Continues `kernel` (a pass reshaping its nest): an expression it has is found again, not
+  /// added twice.
+  explicit Builder(Kernel kernel);
+
   Kernel& kernel() { return kernel_; }
   /// The kernel, without the expressions nothing uses (renumbered in their order).
   Kernel take();
@@ -162,6 +167,11 @@ class Builder {
     return static_cast<int>(kernel_.buffers.size()) - 1;
   }
   int new_dim() { return kernel_.num_dims++; }
+  /// A loop variable: its slot (a For statement's) and its value.
+  std::pair<int, Id> new_var() {
+    const int var = kernel_.num_vars++;
+    return {var, add({ExprKind::Var, DType::Int64, 0, var})};
+  }
   int new_scalar() { return kernel_.num_scalars++; }
   int new_local(DType dtype, int64_t size = 1) {
     kernel_.locals.push_back({dtype, size});
@@ -184,11 +194,11 @@ class Builder {
   /// for (v = lo; v < hi; ++v) body(v).
   template <class F>
   void loop(Id lo, Id hi, F&& body) {
-    const int var = kernel_.num_vars++;
+    const auto [var, value] = new_var();
     Stmt& s = open_.emplace_back(Stmt{Stmt::Kind::For, var});
     s.lo = lo;
     s.hi = hi;
-    body(add({ExprKind::Var, DType::Int64, 0, var}));
+    body(value);
     Stmt done = std::move(open_.back());
     open_.pop_back();
     emit(std::move(done));

@@ -6,7 +6,6 @@
 #include "codegen/kir_nvptx.h"
 #include "fmt/format.h"
 #include "lazyjit/error.h"
-#include "lowering/fusion.h"
 #include "lowering/shape_table.h"
 #include "lowering/kernel_abi.h"
 #include "lowering/lower.h"
@@ -88,24 +87,28 @@ class GraphLaunch {
 
   /// The graph's buffer array on the device (parameters uploaded, results, temporaries), and
   /// the results' host tensors.
+  /// Laid out as the CPU executor's (kernel_abi.h). The scalar table's slot stays 0: a kernel
+  /// reads its scalars through its own frame (kScalars), uploaded per launch.
   GraphRun buffers() {
     GraphRun run;
-    for (const ir::Node* p : graph_.parameters) {
-      const DevicePtr pointer = value(device_.add(p->data()->size_bytes()));
-      ok(gpu_.upload(pointer, p->data()->data(), p->data()->size_bytes()));
-      buffers_.push_back(pointer);
+    const int num_parameters = static_cast<int>(graph_.parameters.size());
+    const int num_results = static_cast<int>(graph_.roots.size());
+    const int num_temps = static_cast<int>(lowered_.plan.temps.size());
+    buffers_.assign(static_cast<size_t>(lowering::temp_buffer_index(num_parameters, num_results, num_temps)), 0);
+    for (int p = 0; p < num_parameters; ++p) {
+      const BackendData& data = *graph_.parameters[p]->data();
+      buffers_[p] = value(device_.add(data.size_bytes()));
+      ok(gpu_.upload(buffers_[p], data.data(), data.size_bytes()));
     }
-    for (int root : graph_.roots) {
-      const ir::Node& node = *graph_.nodes[root];
+    for (int r = 0; r < num_results; ++r) {
+      const ir::Node& node = *graph_.nodes[graph_.roots[r]];
       ir::HostTensor& result = run.results.emplace_back(ir::HostTensor{node.dtype(), node.shape(), {}});
       result.bytes.resize(static_cast<size_t>(result.numel() * dtype_size(node.dtype())));
-      buffers_.push_back(value(device_.add(result.bytes.size())));
+      buffers_[num_parameters + r] = value(device_.add(result.bytes.size()));
     }
-    // The scalar table's slot: a kernel reads its scalars through its own frame (kScalars),
-    // uploaded per launch, so the slot only keeps the temporaries at their indices.
-    buffers_.push_back(0);
-    for (const lowering::TempBuffer& temp : lowered_.plan.temps) {
-      buffers_.push_back(value(device_.add(static_cast<size_t>(sizes_[temp.bytes]))));
+    for (int t = 0; t < num_temps; ++t) {
+      const size_t bytes = static_cast<size_t>(sizes_[lowered_.plan.temps[t].bytes]);
+      buffers_[lowering::temp_buffer_index(num_parameters, num_results, t)] = value(device_.add(bytes));
     }
     for (DevicePtr b : buffers_) addresses_.push_back(reinterpret_cast<void*>(b));
     return run;

@@ -14,7 +14,6 @@
 #include "ir/verifier.h"
 #include "lazyjit/error.h"
 #include "lowering/lower.h"
-#include "lowering/fusion.h"
 #include "lowering/shape_table.h"
 #include "lowering/plan.h"
 #include "runtime/collective_runs.h"

@@ -101,9 +101,11 @@ class NestInverter {
   /// and 16 KB of the panel at a time.
   static constexpr int64_t kChunk = 128;
 
-  explicit NestInverter(kir::Kernel& k) : k_(k), vars_(k.exprs.size(), 0), loads_(k.exprs.size(), 0) {
-    for (size_t i = 0; i < k.exprs.size(); ++i) {
-      const Expr& e = k.exprs[i];
+  /// Inverts the nests of `b`'s kernel, adding the expressions a strip-mined nest needs.
+  explicit NestInverter(kir::Builder& b)
+      : b_(b), k_(b.kernel()), vars_(k_.exprs.size(), 0), loads_(k_.exprs.size(), 0) {
+    for (size_t i = 0; i < k_.exprs.size(); ++i) {
+      const Expr& e = k_.exprs[i];
       for (Id o : e.operands) {
         vars_[i] |= vars_[o];
         loads_[i] |= loads_[o];
@@ -161,28 +163,16 @@ class NestInverter {
       inner.body.push_back(std::move(outer));
       return inner;
     }
-    const Id zero = constant(0), chunk = constant(kChunk);
-    const Id length = index(kir::IndexOp::Max, index(kir::IndexOp::Sub, outer.hi, outer.lo), zero);
-    const Id chunks = index(kir::IndexOp::Div, index(kir::IndexOp::Add, length, constant(kChunk - 1)), chunk);
-    Stmt strips{.kind = Stmt::Kind::For, .slot = k_.num_vars++, .lo = zero, .hi = chunks};
-    const Id first = index(kir::IndexOp::Add, outer.lo,
-                           index(kir::IndexOp::Mul, add({ExprKind::Var, DType::Int64, 0, strips.slot}), chunk));
-    outer.hi = index(kir::IndexOp::Min, index(kir::IndexOp::Add, first, chunk), outer.hi);
+    const Id zero = b_.index(0), chunk = b_.index(kChunk);
+    const auto [slot, strip] = b_.new_var();
+    Stmt strips{.kind = Stmt::Kind::For, .slot = slot, .lo = zero,
+                .hi = b_.ceil_div(b_.max(b_.sub(outer.hi, outer.lo), zero), chunk)};
+    const Id first = b_.add(outer.lo, b_.mul(strip, chunk));
+    outer.hi = b_.min(b_.add(first, chunk), outer.hi);
     outer.lo = first;
     inner.body.push_back(std::move(outer));
     strips.body.push_back(std::move(inner));
     return strips;
-  }
-
-  // New expressions go at the end of the kernel's: after their operands, as the program's
-  // analysis wants them.
-  Id add(Expr e) {
-    k_.exprs.push_back(std::move(e));
-    return static_cast<Id>(k_.exprs.size() - 1);
-  }
-  Id constant(int64_t value) { return add({ExprKind::Const, DType::Int64, 0, -1, value}); }
-  Id index(kir::IndexOp op, Id a, Id b) {
-    return add({ExprKind::Index, DType::Int64, static_cast<uint8_t>(op), -1, 0, {a, b}});
   }
 
   bool short_under(const Stmt& inner, const Stmt& outer) const {
@@ -210,7 +200,8 @@ class NestInverter {
     return any_short && (stored & read) == 0;
   }
 
-  kir::Kernel& k_;
+  kir::Builder& b_;  // new expressions go after their operands, as the program's analysis wants
+  const kir::Kernel& k_;
   std::vector<uint64_t> vars_, loads_;  // per expression of the kernel as given: the loop
                                         // variables and buffers it reads
 };
@@ -448,8 +439,9 @@ int Program::build_block_loop(const Stmt& s, int depth, const std::vector<bool>&
 
 Tier0Kernel::Tier0Kernel(const kir::Kernel& kernel) {
   auto p = std::make_unique<Program>();
-  p->k = kernel;
-  NestInverter(p->k).invert(p->k.body);
+  kir::Builder builder(kernel);
+  NestInverter(builder).invert(builder.kernel().body);
+  p->k = std::move(builder.kernel());
   p->table = &tier0::block_table();
   p->analyse();
   std::vector<bool> computed(p->k.exprs.size(), false);
