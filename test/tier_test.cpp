@@ -33,9 +33,10 @@ std::vector<float> program(const std::vector<float>& x_values) {
   return y.to_vector<float>();
 }
 
-/// A pack of A's rows in panels of 6 (out[p][k][r] = in[6p + r][k], zeros past the last
+/// A pack of A's rows in panels of 6 (out[p][k][r] = 2 in[6p + r][k], zeros past the last
 /// row): tier 0 runs its short lane loops under the long K loop inverted, K in chunks (none,
-/// one, two whole, and a last one partial). The same stores.
+/// one, two whole, and a last one partial). The same stores. (The doubling makes it more
+/// than a copy: a copy nest runs as copies instead, the next test.)
 TEST(TierZeroTest, AShortLoopUnderALongOneStoresWhatItStoresInOrder) {
   kir::Builder k;
   const int in = k.new_buffer(DType::Float32), out = k.new_buffer(DType::Float32);
@@ -45,7 +46,8 @@ TEST(TierZeroTest, AShortLoopUnderALongOneStoresWhatItStoresInOrder) {
     const kir::Id base = k.mul(k.mul(panel, depth), mr);
     k.loop(k.index(0), depth, [&](kir::Id kk) {
       k.loop(k.index(0), lanes, [&](kir::Id r) {
-        k.store(out, k.add(base, k.add(k.mul(kk, mr), r)), k.load(in, k.add(k.mul(k.add(first, r), depth), kk)));
+        const kir::Id value = k.load(in, k.add(k.mul(k.add(first, r), depth), kk));
+        k.store(out, k.add(base, k.add(k.mul(kk, mr), r)), k.op(ir::OpKind::Add, DType::Float32, {value, value}));
       });
       k.loop(lanes, mr, [&](kir::Id r) {
         k.store(out, k.add(base, k.add(k.mul(kk, mr), r)), k.float_constant(DType::Float32, 0));
@@ -56,6 +58,7 @@ TEST(TierZeroTest, AShortLoopUnderALongOneStoresWhatItStoresInOrder) {
   k.kernel().count = k.ceil_div(rows, mr);
   k.kernel().work = depth;
   const runtime::Tier0Kernel kernel(k.take());
+  EXPECT_EQ(kernel.shape().copies, 1);  // the zeros: a nest of their own once inverted
   for (const int64_t depth_value : {0, 37, 256, 300}) {
     const int64_t n = 13, panels = 3;
     std::vector<float> a(static_cast<size_t>(n * depth_value)), packed(static_cast<size_t>(panels * depth_value * 6), -1);
@@ -66,11 +69,119 @@ TEST(TierZeroTest, AShortLoopUnderALongOneStoresWhatItStoresInOrder) {
     for (int64_t p = 0; p < panels; ++p) {
       for (int64_t kk = 0; kk < depth_value; ++kk) {
         for (int64_t r = 0; r < 6; ++r) {
-          const float expected = 6 * p + r < n ? a[static_cast<size_t>((6 * p + r) * depth_value + kk)] : 0.0f;
+          const float expected = 6 * p + r < n ? 2 * a[static_cast<size_t>((6 * p + r) * depth_value + kk)] : 0.0f;
           ASSERT_EQ(packed[static_cast<size_t>((p * depth_value + kk) * 6 + r)], expected)
               << "K " << depth_value << ": " << p << " " << kk << " " << r;
         }
       }
+    }
+  }
+}
+
+/// Packs of B in panels of 4 columns (out[p][k][j] = B(k, 4p + j), zeros past the last
+/// column) from B and from a transposed B: nests that only copy, at offsets affine in both
+/// loops' variables, run as one strided copy (or fill) per store, with the values the nest
+/// stores. Offsets that divide are not affine: such a store runs a block at a time (and the
+/// zeros, once the nest is inverted and split, as a fill).
+TEST(TierZeroTest, ANestThatOnlyCopiesRunsAsStridedCopies) {
+  auto pack = [](bool transposed, bool divide) {
+    kir::Builder k;
+    const int in = k.new_buffer(DType::Float64), out = k.new_buffer(DType::Float64);
+    const kir::Id cols = k.dim(k.new_dim()), depth = k.dim(k.new_dim()), nr = k.index(4);
+    k.loop(k.begin(), k.end(), [&](kir::Id panel) {
+      const kir::Id first = k.mul(panel, nr), lanes = k.min(nr, k.sub(cols, first));
+      const kir::Id base = k.mul(k.mul(panel, depth), nr);
+      k.loop(k.index(0), depth, [&](kir::Id kk) {
+        k.loop(k.index(0), lanes, [&](kir::Id j) {
+          const kir::Id col = k.add(first, j);
+          kir::Id at = transposed ? k.add(k.mul(col, depth), kk) : k.add(k.mul(kk, cols), col);
+          if (divide) at = k.add(k.mul(k.div(at, cols), cols), k.rem(at, cols));  // the same offset
+          k.store(out, k.add(base, k.add(k.mul(kk, nr), j)), k.load(in, at));
+        });
+        k.loop(lanes, nr, [&](kir::Id j) {
+          k.store(out, k.add(base, k.add(k.mul(kk, nr), j)), k.float_constant(DType::Float64, 0));
+        });
+      });
+    });
+    k.kernel().kind = "panel";
+    k.kernel().count = k.ceil_div(cols, nr);
+    k.kernel().work = depth;
+    return runtime::Tier0Kernel(k.take());
+  };
+  for (const bool transposed : {false, true}) {
+    for (const bool divide : {false, true}) {
+      const runtime::Tier0Kernel kernel = pack(transposed, divide);
+      EXPECT_EQ(kernel.shape().copies, divide ? 1 : 2);  // divided: the zeros alone
+      for (const int64_t depth : {0, 1, 7}) {
+        const int64_t n = 10, panels = 3;  // the last panel has 2 columns
+        std::vector<double> b(static_cast<size_t>(n * depth)), packed(static_cast<size_t>(panels * depth * 4), -1);
+        for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<double>(i) + 0.5;
+        void* args[] = {b.data(), packed.data()};
+        const int64_t dims[] = {n, depth};
+        ASSERT_EQ(kernel.run(args, dims, 1, panels), 0);  // panels 1 and 2 (panel 0 is another thread's)
+        for (int64_t p = 0; p < panels; ++p) {
+          for (int64_t kk = 0; kk < depth; ++kk) {
+            for (int64_t j = 0; j < 4; ++j) {
+              const int64_t col = 4 * p + j;
+              const double value = b[static_cast<size_t>(transposed ? col * depth + kk : kk * n + col)];
+              const double expected = p == 0 ? -1 : col < n ? value : 0.0;
+              ASSERT_EQ(packed[static_cast<size_t>((p * depth + kk) * 4 + j)], expected)
+                  << (transposed ? "B^T" : "B") << (divide ? " divided" : "") << ", K " << depth << ": " << p << " " << kk
+                  << " " << j;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+/// A matmul's epilogue: rows of a tile (at most 6) of short columns (at most 8) stored as
+/// out[row][col] = tile[r][j] + bias[col], and a second store that every row overwrites
+/// (last[j] = r). Tier 0 flattens the nest into one loop, one block for all its rows, in
+/// the nest's order: each last[j] ends with the last row's r.
+TEST(TierZeroTest, AShortNestOfStoresRunsFlattenedInItsOrder) {
+  kir::Builder k;
+  const int bias = k.new_buffer(DType::Float32), out = k.new_buffer(DType::Float32), last = k.new_buffer(DType::Int64);
+  const int tile = k.new_local(DType::Float32, 6 * 8);
+  const kir::Id width = k.dim(k.new_dim()), first_row = k.dim(k.new_dim()), first_col = k.dim(k.new_dim());
+  const kir::Id rows = k.min(k.index(6), k.dim(k.new_dim())), cols = k.min(k.index(8), k.dim(k.new_dim()));
+  k.loop(k.begin(), k.end(), [&](kir::Id) {
+    k.loop(k.index(0), k.index(6 * 8), [&](kir::Id i) {  // the tile: 10 r + j
+      k.assign(tile, k.convert(k.add(k.mul(k.div(i, k.index(8)), k.index(10)), k.rem(i, k.index(8))), DType::Float32), i);
+    });
+    k.loop(k.index(0), rows, [&](kir::Id r) {
+      k.loop(k.index(0), cols, [&](kir::Id j) {
+        const kir::Id col = k.add(first_col, j);
+        const kir::Id value = k.op(ir::OpKind::Add, DType::Float32, {k.local(tile, k.add(k.mul(r, k.index(8)), j)), k.load(bias, col)});
+        k.store(out, k.add(k.mul(k.add(first_row, r), width), col), value);
+        k.store(last, j, r);
+      });
+    });
+  });
+  k.kernel().kind = "tile";
+  k.kernel().count = k.index(1);
+  k.kernel().work = k.index(48);
+  const runtime::Tier0Kernel kernel(k.take());
+  EXPECT_EQ(kernel.shape().flattened, 1);
+  for (const auto& [row_count, col_count] : std::vector<std::pair<int64_t, int64_t>>{{6, 8}, {1, 8}, {4, 3}, {0, 5}, {3, 0}}) {
+    const int64_t w = 12, r0 = 2, c0 = 3;
+    std::vector<float> b(static_cast<size_t>(w)), y(static_cast<size_t>(10 * w), -1);
+    std::vector<int64_t> rows_seen(8, -1);
+    for (int64_t c = 0; c < w; ++c) b[static_cast<size_t>(c)] = 0.5f * static_cast<float>(c);
+    void* args[] = {b.data(), y.data(), rows_seen.data()};
+    const int64_t dims[] = {w, r0, c0, row_count, col_count};
+    ASSERT_EQ(kernel.run(args, dims, 0, 1), 0);
+    for (int64_t row = 0; row < 10; ++row) {
+      for (int64_t col = 0; col < w; ++col) {
+        const int64_t r = row - r0, j = col - c0;
+        const bool in = r >= 0 && r < row_count && j >= 0 && j < col_count;
+        ASSERT_EQ(y[static_cast<size_t>(row * w + col)], in ? static_cast<float>(10 * r + j) + b[static_cast<size_t>(col)] : -1.0f)
+            << row_count << "x" << col_count << ": " << row << " " << col;
+      }
+    }
+    for (int64_t j = 0; j < 8; ++j) {
+      EXPECT_EQ(rows_seen[static_cast<size_t>(j)], row_count > 0 && j < col_count ? row_count - 1 : -1) << j;
     }
   }
 }

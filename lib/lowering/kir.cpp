@@ -64,6 +64,29 @@ Kernel Builder::take() {
   return std::move(kernel_);
 }
 
+void Builder::substitute(std::vector<Stmt>& body, const absl::flat_hash_map<int, Id>& values) {
+  absl::flat_hash_map<Id, Id> done;
+  auto rewrite = [&](auto&& self, Id id) -> Id {
+    if (const auto it = done.find(id); it != done.end()) return it->second;
+    Expr e = kernel_.exprs[id];
+    Id to = id;
+    if (e.kind == ExprKind::Var) {
+      if (const auto it = values.find(e.slot); it != values.end()) to = it->second;
+    } else if (!e.operands.empty()) {
+      bool changed = false;
+      for (Id& o : e.operands) {
+        const Id r = self(self, o);
+        changed = changed || r != o;
+        o = r;
+      }
+      if (changed) to = e.kind == ExprKind::Index ? arith(static_cast<IndexOp>(e.op), e.operands[0], e.operands[1]) : add(std::move(e));
+    }
+    done.emplace(id, to);
+    return to;
+  };
+  for_each_use(body, [&](Id& id) { id = rewrite(rewrite, id); });
+}
+
 Id Builder::constant(DType dtype, int64_t bits) { return add({ExprKind::Const, dtype, 0, -1, bits}); }
 
 Id Builder::float_constant(DType dtype, double value) {

@@ -178,6 +178,11 @@ class Builder {
     return static_cast<int>(kernel_.locals.size()) - 1;
   }
 
+  /// Rewrites `body` (statements of this kernel) with loop variables replaced: in every
+  /// expression it uses, the variable of slot s becomes values.at(s) (expressions rebuilt,
+  /// folded and hash-consed as new ones are).
+  void substitute(std::vector<Stmt>& body, const absl::flat_hash_map<int, Id>& values);
+
   /// Statements go to the innermost open loop (or the kernel's body).
   void store(std::vector<int> buffers, std::vector<Id> offsets, std::vector<Id> values);
   void store(int buffer, Id offset, Id value) {

@@ -80,6 +80,88 @@ bool innermost(const Stmt& loop) {
                       [](const Stmt& s) { return s.kind == Stmt::Kind::For || s.kind == Stmt::Kind::Matmul; });
 }
 
+/// Copy nests: a loop whose body is loops only, each of which only copies. Tier 0 runs such
+/// a nest as one strided copy per store (tier0::CopyNest) instead of a block loop per
+/// iteration of the outer loop, whose fixed cost a pack (MR or NR lanes per step of K) or a
+/// matmul's epilogue would pay per handful of elements. A nest qualifies when:
+///  - every inner loop's bounds are invariant in the outer variable;
+///  - inner loops hold stores only, each value a load (of a buffer, or of an array local: a
+///    matmul's tile) or invariant in the nest, and not bool (a bool load reads 0 or 1, which
+///    a copy would not);
+///  - every offset, stored at or loaded from, is affine in the two variables: built from them
+///    and invariants by Add, Sub, and Mul by an invariant; offsets stored at read no data;
+///  - nothing the nest reads is stored in it.
+/// Its iterations are then independent (the kernel IR's rule: offsets of index arithmetic
+/// alone store each element once), so each store may run over the whole nest in turn.
+class CopyNests {
+ public:
+  explicit CopyNests(const kir::Kernel& k) : k_(k), vars_(k.exprs.size(), 0), loads_(k.exprs.size(), 0) {
+    for (size_t i = 0; i < k.exprs.size(); ++i) {
+      const Expr& e = k.exprs[i];
+      for (Id o : e.operands) {
+        vars_[i] |= vars_[o];
+        loads_[i] |= loads_[o];
+      }
+      if (e.kind == ExprKind::Var) vars_[i] |= bit(e.slot);
+      if (e.kind == ExprKind::Load) loads_[i] |= bit(e.slot);
+    }
+  }
+
+  /// The loop variables (as slot bits) and buffers `e` reads.
+  const std::vector<uint64_t>& vars() const { return vars_; }
+  uint64_t vars(Id e) const { return vars_[e]; }
+  uint64_t loads(Id e) const { return loads_[e]; }
+
+  bool is_copy_nest(const Stmt& nest) const {
+    if (nest.kind != Stmt::Kind::For || nest.body.empty()) return false;
+    uint64_t stored = 0, read = loads_[nest.lo] | loads_[nest.hi];
+    for (const Stmt& inner : nest.body) {
+      if (inner.kind != Stmt::Kind::For || inner.body.empty()) return false;
+      if (((vars_[inner.lo] | vars_[inner.hi]) & bit(nest.slot)) != 0) return false;
+      read |= loads_[inner.lo] | loads_[inner.hi];
+      const uint64_t both = bit(nest.slot) | bit(inner.slot);
+      for (const Stmt& t : inner.body) {
+        if (t.kind != Stmt::Kind::Store) return false;
+        for (size_t i = 0; i < t.values.size(); ++i) {
+          const Expr& value = k_.exprs[t.values[i]];
+          if (value.dtype == DType::Bool || loads_[t.offsets[i]] != 0 || !affine(t.offsets[i], nest.slot, inner.slot)) {
+            return false;
+          }
+          if (value.kind == ExprKind::Load || (value.kind == ExprKind::Local && !value.operands.empty())) {
+            if (!affine(value.operands[0], nest.slot, inner.slot)) return false;
+          } else if ((vars_[t.values[i]] & both) != 0) {
+            return false;
+          }
+          stored |= bit(t.buffers[i]);
+          read |= loads_[t.values[i]] | loads_[t.offsets[i]];
+        }
+      }
+    }
+    return (stored & read) == 0;  // locals: a nest of stores writes none
+  }
+
+  /// Whether index expression `e` is affine in loop variables u and v (slots).
+  bool affine(Id e, int u, int v) const {
+    if ((vars_[e] & (bit(u) | bit(v))) == 0) return true;
+    const Expr& x = k_.exprs[e];
+    if (x.kind == ExprKind::Var) return x.slot == u || x.slot == v;
+    if (x.kind != ExprKind::Index) return false;
+    const Id a = x.operands[0], b = x.operands[1];
+    switch (static_cast<kir::IndexOp>(x.op)) {
+      case kir::IndexOp::Add:
+      case kir::IndexOp::Sub: return affine(a, u, v) && affine(b, u, v);
+      case kir::IndexOp::Mul:
+        return ((vars_[a] & (bit(u) | bit(v))) == 0 && affine(b, u, v)) ||
+               ((vars_[b] & (bit(u) | bit(v))) == 0 && affine(a, u, v));
+      default: return false;
+    }
+  }
+
+ private:
+  const kir::Kernel& k_;
+  std::vector<uint64_t> vars_, loads_;  // per expression: the loop variables and buffers it reads
+};
+
 /// Loop nests inverted so that tier 0's blocks are long (Tier0Kernel's constructor).
 ///
 /// Tier 0 runs an innermost loop a block at a time, and a block costs a fixed amount besides
@@ -102,24 +184,16 @@ class NestInverter {
   static constexpr int64_t kChunk = 128;
 
   /// Inverts the nests of `b`'s kernel, adding the expressions a strip-mined nest needs.
-  explicit NestInverter(kir::Builder& b)
-      : b_(b), k_(b.kernel()), vars_(k_.exprs.size(), 0), loads_(k_.exprs.size(), 0) {
-    for (size_t i = 0; i < k_.exprs.size(); ++i) {
-      const Expr& e = k_.exprs[i];
-      for (Id o : e.operands) {
-        vars_[i] |= vars_[o];
-        loads_[i] |= loads_[o];
-      }
-      if (e.kind == ExprKind::Var) vars_[i] |= bit(e.slot);
-      if (e.kind == ExprKind::Load) loads_[i] |= bit(e.slot);
-    }
-  }
+  explicit NestInverter(kir::Builder& b) : b_(b), k_(b.kernel()), nests_(k_) {}
 
   void invert(std::vector<Stmt>& body) {
     std::vector<Stmt> out;
     for (Stmt& s : body) {
-      if (s.kind != Stmt::Kind::For) {
+      if (s.kind != Stmt::Kind::For || nests_.is_copy_nest(s)) {  // a copy nest runs as copies instead
         out.push_back(std::move(s));
+      } else if (flattenable(s)) {
+        out.push_back(flattened(std::move(s)));
+        ++flattened_;
       } else if (!invertible(s)) {
         invert(s.body);
         out.push_back(std::move(s));
@@ -140,6 +214,9 @@ class NestInverter {
     }
     body = std::move(out);
   }
+
+  /// How many nests invert() flattened.
+  int flattened() const { return flattened_; }
 
  private:
   /// The largest value `e` may take, if its expression bounds it.
@@ -175,6 +252,32 @@ class NestInverter {
     return strips;
   }
 
+  /// Whether `nest` is a loop whose body is one short innermost loop of stores (a matmul's
+  /// epilogue: NR columns for each of MR rows) whose bounds do not depend on it, and which
+  /// inverting would not lengthen (its own loop is not the longer).
+  bool flattenable(const Stmt& nest) const {
+    if (nest.body.size() != 1 || nest.body[0].kind != Stmt::Kind::For) return false;
+    const Stmt& inner = nest.body[0];
+    if (((nests_.vars(inner.lo) | nests_.vars(inner.hi)) & bit(nest.slot)) != 0 || short_under(inner, nest)) return false;
+    const std::optional<int64_t> n = upper(inner.hi);
+    return n && *n <= kShort && !inner.body.empty() &&
+           std::all_of(inner.body.begin(), inner.body.end(), [](const Stmt& t) { return t.kind == Stmt::Kind::Store; });
+  }
+
+  /// `nest` as one loop over its iterations in their order, `for w in [0, m n)` with the
+  /// outer variable lo + w / n and the inner one lo' + w % n (n iterations of the inner loop,
+  /// m of the outer): one block where there were m short ones, the same stores in the same order.
+  Stmt flattened(Stmt nest) {
+    Stmt inner = std::move(nest.body[0]);
+    const Id zero = b_.index(0);
+    const Id n = b_.max(b_.sub(inner.hi, inner.lo), zero), m = b_.max(b_.sub(nest.hi, nest.lo), zero);
+    const auto [slot, w] = b_.new_var();
+    b_.substitute(inner.body, {{nest.slot, b_.add(nest.lo, b_.div(w, n))}, {inner.slot, b_.add(inner.lo, b_.rem(w, n))}});
+    Stmt flat{.kind = Stmt::Kind::For, .slot = slot, .lo = zero, .hi = b_.mul(m, n)};
+    flat.body = std::move(inner.body);
+    return flat;
+  }
+
   bool short_under(const Stmt& inner, const Stmt& outer) const {
     const std::optional<int64_t> n = upper(inner.hi), m = upper(outer.hi);
     return n && *n <= kShort && (!m || *m > *n);
@@ -185,14 +288,14 @@ class NestInverter {
     bool any_short = false;
     for (const Stmt& inner : nest.body) {
       if (inner.kind != Stmt::Kind::For) return false;
-      if (((vars_[inner.lo] | vars_[inner.hi]) & bit(nest.slot)) != 0) return false;
-      read |= loads_[inner.lo] | loads_[inner.hi];
+      if (((nests_.vars(inner.lo) | nests_.vars(inner.hi)) & bit(nest.slot)) != 0) return false;
+      read |= nests_.loads(inner.lo) | nests_.loads(inner.hi);
       for (const Stmt& t : inner.body) {
         if (t.kind != Stmt::Kind::Store) return false;
         for (size_t i = 0; i < t.values.size(); ++i) {
-          if (loads_[t.offsets[i]] != 0) return false;
+          if (nests_.loads(t.offsets[i]) != 0) return false;
           stored |= bit(t.buffers[i]);
-          read |= loads_[t.values[i]];
+          read |= nests_.loads(t.values[i]);
         }
       }
       any_short = any_short || short_under(inner, nest);
@@ -202,8 +305,8 @@ class NestInverter {
 
   kir::Builder& b_;  // new expressions go after their operands, as the program's analysis wants
   const kir::Kernel& k_;
-  std::vector<uint64_t> vars_, loads_;  // per expression of the kernel as given: the loop
-                                        // variables and buffers it reads
+  const CopyNests nests_;  // of the kernel as given
+  int flattened_ = 0;
 };
 
 }  // namespace
@@ -303,7 +406,10 @@ std::vector<Step> Program::schedule(const std::vector<Stmt>& stmts, int depth, s
     step.stmt = &s;
     step.pre = closure(direct_uses(s), computed);
     for (Id e : step.pre) computed[e] = true;
-    if (s.kind == Stmt::Kind::For) {
+    if (s.kind == Stmt::Kind::For && std::find(copy_nest_stmts.begin(), copy_nest_stmts.end(), &s) != copy_nest_stmts.end()) {
+      step.copy_nest = build_copy_nest(s, step, computed);
+      forget(computed, subtree_writes(s.body));
+    } else if (s.kind == Stmt::Kind::For) {
       const Writes written = subtree_writes(s.body);
       std::vector<bool> inner = computed;
       forget(inner, written);  // stale after the first iteration's writes
@@ -436,14 +542,66 @@ int Program::build_block_loop(const Stmt& s, int depth, const std::vector<bool>&
   return static_cast<int>(loops.size()) - 1;
 }
 
+int Program::build_copy_nest(const Stmt& nest, Step& step, std::vector<bool>& computed) {
+  tier0::CopyNest copy{.outer = nest.slot};
+  std::vector<Id> invariants;
+  // The largest parts of an offset that are invariant in the nest: in registers before it.
+  auto invariant_parts = [&](auto&& self, Id e, uint64_t both) -> void {
+    if ((vars[e] & both) == 0) {
+      invariants.push_back(e);
+    } else if (k.exprs[e].kind != ExprKind::Var) {
+      for (Id o : k.exprs[e].operands) self(self, o, both);
+    }
+  };
+  for (const Stmt& loop : nest.body) {
+    tier0::CopyNest::Inner inner{.lo = loop.lo, .hi = loop.hi, .var = loop.slot};
+    invariants.push_back(loop.lo);
+    invariants.push_back(loop.hi);
+    const uint64_t both = bit(nest.slot) | bit(loop.slot);
+    for (const Stmt& store : loop.body) {
+      for (size_t i = 0; i < store.values.size(); ++i) {
+        tier0::CopyNest::Copy c{.to = store.buffers[i], .to_offset = store.offsets[i], .value = store.values[i]};
+        invariant_parts(invariant_parts, c.to_offset, both);
+        const Expr& value = k.exprs[c.value];
+        if ((value.kind == ExprKind::Load || value.kind == ExprKind::Local) && (vars[c.value] & both) != 0) {
+          c.from = value.slot;
+          c.from_local = value.kind == ExprKind::Local;
+          c.from_offset = value.operands[0];
+          invariant_parts(invariant_parts, c.from_offset, both);
+        } else {
+          invariants.push_back(c.value);
+        }
+        inner.copies.push_back(c);
+      }
+    }
+    copy.inners.push_back(std::move(inner));
+  }
+  for (Id e : closure(invariants, computed)) {
+    step.pre.push_back(e);
+    computed[e] = true;
+  }
+  copy_nests.push_back(std::move(copy));
+  return static_cast<int>(copy_nests.size()) - 1;
+}
 
 Tier0Kernel::Tier0Kernel(const kir::Kernel& kernel) {
   auto p = std::make_unique<Program>();
   kir::Builder builder(kernel);
-  NestInverter(builder).invert(builder.kernel().body);
+  NestInverter inverter(builder);
+  inverter.invert(builder.kernel().body);
+  p->flattened = inverter.flattened();
   p->k = std::move(builder.kernel());
   p->table = &tier0::block_table();
   p->analyse();
+  const CopyNests nests(p->k);
+  p->vars = nests.vars();
+  auto find_copy_nests = [&](auto&& self, const std::vector<Stmt>& stmts) -> void {
+    for (const Stmt& s : stmts) {
+      if (nests.is_copy_nest(s)) p->copy_nest_stmts.push_back(&s);
+      else if (s.kind == Stmt::Kind::For) self(self, s.body);
+    }
+  };
+  find_copy_nests(find_copy_nests, p->k.body);
   std::vector<bool> computed(p->k.exprs.size(), false);
   for (Id e : p->statics) computed[e] = true;
   std::vector<Id> uses;
@@ -459,6 +617,14 @@ Tier0Kernel::Tier0Kernel(const kir::Kernel& kernel) {
 Tier0Kernel::~Tier0Kernel() = default;
 Tier0Kernel::Tier0Kernel(Tier0Kernel&&) noexcept = default;
 Tier0Kernel& Tier0Kernel::operator=(Tier0Kernel&&) noexcept = default;
+
+Tier0Kernel::Shape Tier0Kernel::shape() const {
+  Shape shape{.flattened = program_->flattened};
+  for (const tier0::CopyNest& nest : program_->copy_nests) {
+    for (const tier0::CopyNest::Inner& inner : nest.inners) shape.copies += static_cast<int>(inner.copies.size());
+  }
+  return shape;
+}
 
 int32_t Tier0Kernel::run(void* const* args, const int64_t* dims, int64_t begin, int64_t end) const {
   return run_program(*program_, args, dims, begin, end);

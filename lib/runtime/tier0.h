@@ -18,8 +18,10 @@ namespace lazyjit::runtime {
 /// invariants are computed once per entry, index expressions linear in the variable are kept
 /// as (base, stride) and their loads and stores become contiguous copies. A loop that reads
 /// what it writes (a local folded and read back, a buffer read at other elements than it
-/// stores) runs one iteration per block, exactly in order. Outer loops and matmul steps run
-/// one iteration at a time; a matmul step calls the library's micro-kernel.
+/// stores) runs one iteration per block, exactly in order. A nest of two loops that only
+/// copies (a pack, an epilogue that stores a tile) runs as one strided copy per store. Outer
+/// loops and matmul steps run one iteration at a time; a matmul step calls the library's
+/// micro-kernel.
 class Tier0Kernel {
  public:
   static constexpr int64_t kBlock = 1024;
@@ -31,6 +33,13 @@ class Tier0Kernel {
 
   /// Runs iterations [begin, end) over the bound frame; returns the status word. Thread-safe.
   int32_t run(void* const* args, const int64_t* dims, int64_t begin, int64_t end) const;
+
+  /// What tier 0 made of the kernel's loop nests (tier0.cpp), for tests: stores run as
+  /// strided copies or fills of copy nests, and nests flattened into one loop.
+  struct Shape {
+    int copies = 0, flattened = 0;
+  };
+  Shape shape() const;
 
   struct Program;
 

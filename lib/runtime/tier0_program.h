@@ -52,6 +52,26 @@ struct BlockLoop {
   std::vector<Statement> body;
 };
 
+/// A copy nest (tier0.cpp, CopyNests): each store of its inner loops run over the whole
+/// nest as one strided copy, or fill, whose strides the runner derives from the offsets.
+struct CopyNest {
+  int outer = -1;  ///< the outer loop's variable slot
+  struct Copy {
+    int to = -1;                 ///< the buffer stored to, at to_offset
+    Id to_offset = kir::kNone;
+    int from = -1;               ///< the buffer (or local) loaded from, at from_offset; -1: value is invariant
+    bool from_local = false;
+    Id from_offset = kir::kNone;
+    Id value = kir::kNone;
+  };
+  struct Inner {
+    Id lo = kir::kNone, hi = kir::kNone;
+    int var = -1;  ///< its variable slot
+    std::vector<Copy> copies = {};
+  };
+  std::vector<Inner> inners = {};
+};
+
 /// A statement prepared for the outer (one-iteration-at-a-time) levels.
 struct Step {
   const Stmt* stmt = nullptr;
@@ -60,6 +80,7 @@ struct Step {
   std::vector<Id> hoisted;  ///< For: evaluated at the start of each iteration
   std::vector<Step> body;   ///< For, run an iteration at a time
   int block_loop = -1;      ///< For, run a block at a time: its BlockLoop
+  int copy_nest = -1;       ///< For, run as copies: its CopyNest
 };
 
 }  // namespace lazyjit::runtime::tier0
@@ -84,6 +105,10 @@ struct Tier0Kernel::Program {
   int64_t locals_bytes = 0;
   int max_blocks = 0;              // block slots of the largest block loop
   std::vector<BlockLoop> loops;
+  std::vector<tier0::CopyNest> copy_nests;
+  std::vector<uint64_t> vars;      // per expr: the loop variables it reads, as slot bits
+  std::vector<const Stmt*> copy_nest_stmts;  // the nests that run as copies (preparation only)
+  int flattened = 0;                         // nests the inverter flattened (Tier0Kernel::shape)
   std::vector<Id> root_hoisted;
   std::vector<Step> root;
   std::vector<tier0::BlockFn> fn;  // per Op expression: its block function
@@ -93,6 +118,7 @@ struct Tier0Kernel::Program {
   std::vector<Id> closure(const std::vector<Id>& uses, const std::vector<bool>& have) const;
   std::vector<Step> schedule(const std::vector<Stmt>& stmts, int depth, std::vector<bool>& computed);
   int build_block_loop(const Stmt& loop, int depth, const std::vector<bool>& computed);
+  int build_copy_nest(const Stmt& nest, Step& step, std::vector<bool>& computed);
   void forget(std::vector<bool>& computed, const Writes& w) const {
     for (size_t e = 0; e < computed.size(); ++e) {
       if (computed[e] && ((buffers_read[e] & w.buffers) != 0 || (locals_read[e] & w.locals) != 0)) computed[e] = false;

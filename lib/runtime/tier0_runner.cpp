@@ -104,6 +104,32 @@ template <class T> struct ScatterStrided {
     scatter_strided(reinterpret_cast<T*>(out), reinterpret_cast<const T*>(in), base, stride, n);
   }
 };
+/// A copy nest's store (tier0::CopyNest): rows of n elements, out's and in's rows and
+/// elements `*_row` and `*_col` elements apart.
+template <class T> struct Copy2d {
+  void operator()(std::byte* out, int64_t out_row, int64_t out_col, const std::byte* in, int64_t in_row,
+                  int64_t in_col, int64_t rows, int64_t n) const {
+    T* o = reinterpret_cast<T*>(out);
+    const T* x = reinterpret_cast<const T*>(in);
+    for (int64_t r = 0; r < rows; ++r, o += out_row, x += in_row) {
+      if (out_col == 1 && in_col == 1) {
+        std::memmove(o, x, static_cast<size_t>(n) * sizeof(T));
+      } else {
+        for (int64_t j = 0; j < n; ++j) o[j * out_col] = x[j * in_col];
+      }
+    }
+  }
+};
+template <class T> struct Fill2d {
+  void operator()(std::byte* out, int64_t out_row, int64_t out_col, const void* value, int64_t rows, int64_t n) const {
+    T v;
+    std::memcpy(&v, value, sizeof v);
+    T* o = reinterpret_cast<T*>(out);
+    for (int64_t r = 0; r < rows; ++r, o += out_row) {
+      for (int64_t j = 0; j < n; ++j) o[j * out_col] = v;
+    }
+  }
+};
 template <class T> struct Broadcast {
   void operator()(std::byte* out, const void* value, int64_t n) const {
     T v;
@@ -172,6 +198,7 @@ class Runner {
       case Stmt::Kind::For: {
         const int64_t lo = f_.index(s.lo), hi = f_.index(s.hi);
         if (step.block_loop >= 0) return block_loop(p_.loops[step.block_loop], lo, hi);
+        if (step.copy_nest >= 0) return copy_nest(p_.copy_nests[step.copy_nest], lo, hi);
         for (int64_t i = lo; i < hi; ++i) {
           if (step.var != kir::kNone) f_.regs[step.var] = static_cast<uint64_t>(i);
           eval_all(step.hoisted);
@@ -232,6 +259,57 @@ class Runner {
     for (int64_t kk = 0; kk < k; ++kk) std::memcpy(&panel_[kk * nr * size], b + (b_base + rows[kk]) * size, cols * size);
     panel_of_ = b_base;
     return panel_.data();
+  }
+
+  /// An index expression of a copy nest with outer variable u and inner v, which CopyNests
+  /// proved affine: c + su * u + sv * v (in the wrapping arithmetic of kir::IndexOp).
+  struct Linear {
+    uint64_t c, su, sv;
+  };
+  Linear linear(Id e, int u, int v) const {
+    const uint64_t both = tier0::bit(u) | tier0::bit(v);
+    if ((p_.vars[e] & both) == 0) return {f_.regs[e], 0, 0};
+    const Expr& x = k_.exprs[e];
+    if (x.kind == ExprKind::Var) return x.slot == u ? Linear{0, 1, 0} : Linear{0, 0, 1};
+    const Linear a = linear(x.operands[0], u, v), b = linear(x.operands[1], u, v);
+    switch (static_cast<kir::IndexOp>(x.op)) {
+      case kir::IndexOp::Add: return {a.c + b.c, a.su + b.su, a.sv + b.sv};
+      case kir::IndexOp::Sub: return {a.c - b.c, a.su - b.su, a.sv - b.sv};
+      default: {  // Mul, one side invariant
+        const bool a_fixed = (p_.vars[x.operands[0]] & both) == 0;
+        const uint64_t by = a_fixed ? a.c : b.c;
+        const Linear& l = a_fixed ? b : a;
+        return {l.c * by, l.su * by, l.sv * by};
+      }
+    }
+  }
+
+  /// A copy nest over outer iterations [lo, hi): each store of each inner loop in turn, over
+  /// the whole nest.
+  int32_t copy_nest(const tier0::CopyNest& nest, int64_t lo, int64_t hi) {
+    if (lo >= hi) return 0;
+    const int64_t rows = hi - lo;
+    for (const tier0::CopyNest::Inner& inner : nest.inners) {
+      const int64_t first = f_.index(inner.lo), n = f_.index(inner.hi) - first;
+      if (n <= 0) continue;
+      auto at = [&](const Linear& l) {
+        return static_cast<int64_t>(l.c + l.su * static_cast<uint64_t>(lo) + l.sv * static_cast<uint64_t>(first));
+      };
+      for (const tier0::CopyNest::Copy& c : inner.copies) {
+        const int64_t size = dtype_size(k_.buffers[c.to].dtype);
+        const Linear to = linear(c.to_offset, nest.outer, inner.var);
+        std::byte* out = f_.buffer(c.to) + at(to) * size;
+        const auto to_row = static_cast<int64_t>(to.su), to_col = static_cast<int64_t>(to.sv);
+        if (c.from < 0) {
+          by_size<Fill2d>(size, out, to_row, to_col, static_cast<const void*>(f_.reg(c.value)), rows, n);
+          continue;
+        }
+        const Linear from = linear(c.from_offset, nest.outer, inner.var);
+        const std::byte* in = (c.from_local ? f_.local(c.from) : f_.buffer(c.from)) + at(from) * size;
+        by_size<Copy2d>(size, out, to_row, to_col, in, static_cast<int64_t>(from.su), static_cast<int64_t>(from.sv), rows, n);
+      }
+    }
+    return 0;
   }
 
   tier0::FoldFn fold(ir::OpKind op, DType dtype) const {
