@@ -186,6 +186,34 @@ TEST(TierZeroTest, AShortNestOfStoresRunsFlattenedInItsOrder) {
   }
 }
 
+/// A short nest that reads what it stores (an optimiser's update in a matmul's epilogue:
+/// w[i] = w[i] - g[i]) is not flattened: the loop that reads the element it stores runs
+/// whole blocks only while its offset steps by one.
+TEST(TierZeroTest, AShortNestThatReadsWhatItStoresIsNotFlattened) {
+  kir::Builder k;
+  const int w = k.new_buffer(DType::Float32), g = k.new_buffer(DType::Float32);
+  const kir::Id width = k.dim(k.new_dim());
+  k.loop(k.begin(), k.end(), [&](kir::Id) {
+    k.loop(k.index(0), k.index(6), [&](kir::Id r) {
+      k.loop(k.index(0), k.min(k.index(8), width), [&](kir::Id j) {
+        const kir::Id at = k.add(k.mul(r, width), j);
+        k.store(w, at, k.op(ir::OpKind::Sub, DType::Float32, {k.load(w, at), k.load(g, at)}));
+      });
+    });
+  });
+  k.kernel().kind = "tile";
+  k.kernel().count = k.index(1);
+  k.kernel().work = k.index(48);
+  const runtime::Tier0Kernel kernel(k.take());
+  EXPECT_EQ(kernel.shape().flattened, 0);
+  std::vector<float> weights(48, 1.0f), grads(48);
+  for (size_t i = 0; i < grads.size(); ++i) grads[i] = 0.25f * static_cast<float>(i);
+  void* args[] = {weights.data(), grads.data()};
+  const int64_t dims[] = {8};
+  ASSERT_EQ(kernel.run(args, dims, 0, 1), 0);
+  for (size_t i = 0; i < weights.size(); ++i) EXPECT_EQ(weights[i], 1.0f - grads[i]) << i;
+}
+
 /// Stores at offsets read from data may write one element twice: such a nest runs in its
 /// order (the element written by iterations (7, 0) and, before it, (0, 1) ends with the
 /// former's value; inverted it would end with the latter's).

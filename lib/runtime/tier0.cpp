@@ -253,15 +253,26 @@ class NestInverter {
   }
 
   /// Whether `nest` is a loop whose body is one short innermost loop of stores (a matmul's
-  /// epilogue: NR columns for each of MR rows) whose bounds do not depend on it, and which
-  /// inverting would not lengthen (its own loop is not the longer).
+  /// epilogue: NR columns for each of MR rows) whose bounds do not depend on it, which
+  /// inverting would not lengthen (its own loop is not the longer), and which reads no
+  /// buffer it stores to.
   bool flattenable(const Stmt& nest) const {
     if (nest.body.size() != 1 || nest.body[0].kind != Stmt::Kind::For) return false;
     const Stmt& inner = nest.body[0];
     if (((nests_.vars(inner.lo) | nests_.vars(inner.hi)) & bit(nest.slot)) != 0 || short_under(inner, nest)) return false;
     const std::optional<int64_t> n = upper(inner.hi);
-    return n && *n <= kShort && !inner.body.empty() &&
-           std::all_of(inner.body.begin(), inner.body.end(), [](const Stmt& t) { return t.kind == Stmt::Kind::Store; });
+    if (!n || *n > kShort || inner.body.empty()) return false;
+    uint64_t stored = 0, read = 0;
+    for (const Stmt& t : inner.body) {
+      if (t.kind != Stmt::Kind::Store) return false;
+      for (size_t i = 0; i < t.values.size(); ++i) {
+        stored |= bit(t.buffers[i]);
+        read |= nests_.loads(t.values[i]) | nests_.loads(t.offsets[i]);
+      }
+    }
+    // A loop that reads what it stores runs a lane per block unless it reads each element
+    // where it stores it, one after another (unit stride), which a flattened nest does not.
+    return (stored & read) == 0;
   }
 
   /// `nest` as one loop over its iterations in their order, `for w in [0, m n)` with the
