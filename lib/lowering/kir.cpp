@@ -339,6 +339,63 @@ std::string print(const Kernel& kernel) {
 
 namespace {
 
+class Encoder {
+ public:
+  std::string run(const Kernel& k) {
+    text(k.kind);
+    put(k.buffers.size());
+    for (const Buffer& b : k.buffers) put(static_cast<int64_t>(b.dtype) * 2 + b.written);
+    put(k.num_dims, k.num_scalars, k.locals.size());
+    for (const Local& l : k.locals) put(static_cast<int64_t>(l.dtype), l.size);
+    put(k.exprs.size());
+    for (const Expr& e : k.exprs) {
+      put(static_cast<int64_t>(e.kind), static_cast<int64_t>(e.dtype), e.op, e.slot, e.bits);
+      ids(e.operands);
+    }
+    put(k.count, k.work);
+    body(k.body);
+    return std::move(out_);
+  }
+
+ private:
+  template <class... T>
+  void put(T... values) {
+    for (const int64_t v : {static_cast<int64_t>(values)...}) out_.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  void text(const std::string& s) {
+    put(s.size());
+    out_ += s;
+  }
+  template <class T>
+  void ids(const std::vector<T>& v) {
+    put(v.size());
+    for (const T& x : v) put(x);
+  }
+  void body(const std::vector<Stmt>& stmts) {
+    put(stmts.size());
+    for (const Stmt& s : stmts) {
+      put(static_cast<int64_t>(s.kind), s.slot, s.code, static_cast<int64_t>(s.op), s.lo, s.hi);
+      ids(s.buffers);
+      ids(s.offsets);
+      ids(s.values);
+      if (s.kind == Stmt::Kind::Matmul) {
+        const MicroKernel& m = s.micro;
+        put(m.a, m.b, m.tile, m.packed_a, m.b_rows, m.k, m.b_base, m.cols);
+        ids(m.a_rows);
+      }
+      body(s.body);
+    }
+  }
+
+  std::string out_;
+};
+
+}  // namespace
+
+std::string encode(const Kernel& kernel) { return Encoder().run(kernel); }
+
+namespace {
+
 class Verifier {
  public:
   explicit Verifier(const Kernel& k) : k_(k), var_uses_(k.exprs.size()) {}

@@ -225,6 +225,10 @@ class Builder {
 /// The kernel's text: its frame, its expressions (one per line, %N), its loop nest.
 std::string print(const Kernel& kernel);
 
+/// The kernel as bytes, everything its text says: what its content hash, the name the
+/// caches know it by, is taken of, at a fraction of the cost of printing it.
+std::string encode(const Kernel& kernel);
+
 /// Checks a kernel's well-formedness: operands before users, dtypes agree (loads and stores
 /// with their buffers, index arithmetic on Int64, conditions Bool), slots in range, loop
 /// variables used only inside their loops, stored buffers marked written. Returns the first

@@ -52,7 +52,7 @@ LoweredGraph lower_graph(const ir::Graph& graph, KernelPlan plan, std::span<cons
     if (const std::string problem = kir::verify(kernel.kir); !problem.empty()) {
       internal_error("invalid kernel IR: " + problem + "\n" + kir::print(kernel.kir));
     }
-    kernel.content = ir::hash_bytes(kir::print(kernel.kir));
+    kernel.content = ir::hash_bytes(kir::encode(kernel.kir));
     spec.symbol = "lj_" + kernel.content.to_hex();
     absl::flat_hash_map<kir::Id, int> steps;
     spec.count = size_step(kernel.kir, kernel.kir.count, spec.frame, lowered.plan.sizes, steps);
