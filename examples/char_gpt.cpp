@@ -156,7 +156,7 @@ int run(const std::string& text) {
               static_cast<long long>(kBatch));
 
   std::mt19937_64 rng(kSeed);
-  lazyjit::wait_for_compiles();  // the initialisers' graphs, compiled in the background
+  lazyjit::wait_for_compiles();  // none queued: the initialisers' graphs ran once, never compiled
   const lazyjit::Metrics before = lazyjit::metrics();
   const auto start = std::chrono::steady_clock::now();
   auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
@@ -196,8 +196,8 @@ int run(const std::string& text) {
   tail /= kReportEvery;
   const bool learned = tail < kMaxFinalLoss;
   const int64_t compiles = after_training.compiles - before.compiles;
-  // The first step compiles its graph (in the background on tier auto, after the second for
-  // the steps that follow); later steps are cache hits.
+  // The first step's graph compiles (on tier auto in the background, from its second run;
+  // the steps after the first have a graph of their own); later steps are cache hits.
   const bool compiled_once = compiles <= 2;
   const bool donated = donations_last_step == static_cast<int64_t>(params.size() + opt.state().size());
   auto verdict = [](bool ok) { return ok ? "ok" : "FAILED"; };

@@ -103,8 +103,8 @@ TrainingRun train(const Forward& model, lazyjit::optim::Optimizer& opt, const Di
   const std::vector<std::pair<int64_t, int64_t>> bounds = batch_bounds(static_cast<int64_t>(train.size()), options.batch);
   SplitMix64 order_rng(kOrderSeed);
   TrainingRun run;
-  // The graphs that initialised the parameters ran at once on tier 0 and compile in the
-  // background (LAZYJIT_TIER=auto): let them finish, so that the counts below are the loop's.
+  // Any compile still in the background (LAZYJIT_TIER=auto compiles a graph from its second
+  // run) finishes first, so that the counts below are the loop's.
   lazyjit::wait_for_compiles();
   const lazyjit::Metrics before_training = lazyjit::metrics();
   const auto training_start = std::chrono::steady_clock::now();

@@ -32,8 +32,9 @@ void set_compile_cache_capacity(int64_t entries);
 
 /// Which engine runs a graph's kernels (LAZYJIT_TIER: auto, 0 or 1).
 enum class Tier {
-  Auto,       ///< kernels not compiled yet run at once on tier 0, an interpreter of the kernel IR,
-              ///< while LLVM compiles them in the background; compiled code from then on
+  Auto,       ///< kernels not compiled yet run at once on tier 0, an interpreter of the kernel IR;
+              ///< from a graph's second run LLVM compiles them in the background, and compiled
+              ///< code runs from then on (a graph run once is never compiled)
   Interpret,  ///< tier 0 only: never compile (short scripts, tests of semantics)
   Compile,    ///< wait for compiled code (no warm-up: benchmarks, tests of compilation)
 };

@@ -106,8 +106,8 @@ void GraphExecutor::materialize(std::vector<std::shared_ptr<detail::TensorImpl>>
     }
     std::shared_ptr<const Tier0Graph> code = interpreted(graph, std::move(plan), aliases, key, tier == Tier::Auto);
     execute(graph, {code->plan, nullptr, code.get()}, aliases, targets, keep_history);
-    // Queued once its first run has given the user its results: compiling beside that run
-    // would slow it down.
+    // Queued once its second run has given the user its results (Tier0Graph::take_pending):
+    // compiling beside that run would slow it down.
     if (std::shared_ptr<GraphCompiler::Lowered> job = code->take_pending()) compile_in_background(key, std::move(job));
     return;
   }

@@ -32,13 +32,19 @@ struct Tier0Graph {
   std::vector<Tier0Kernel> kernels;
   std::vector<std::shared_ptr<const codegen::CompiledKernel>> compiled;  ///< per kernel, or null
 
-  /// The graph's compile, for the first caller once its first run is done (LAZYJIT_TIER=auto).
+  /// A graph compiles from its second run on (LAZYJIT_TIER=auto): one that runs once (a
+  /// model's initialisation, an optimiser's zeroed state, a last evaluation) never competes
+  /// with the user's steps for the cores.
+  static constexpr int kRunsBeforeCompile = 2;
+
+  /// The graph's compile, for the caller whose run just made kRunsBeforeCompile runs.
   std::shared_ptr<GraphCompiler::Lowered> take_pending() const {
     std::lock_guard lock(pending_mutex);
-    return std::move(pending);
+    return ++runs >= kRunsBeforeCompile ? std::move(pending) : nullptr;
   }
   mutable std::mutex pending_mutex;
   mutable std::shared_ptr<GraphCompiler::Lowered> pending;
+  mutable int runs = 0;  ///< runs done on tier 0, up to the one that queued the compile
 };
 
 /// The materialisation pipeline of DESIGN.md section 1: collect the pending tensors, build
