@@ -17,11 +17,15 @@ namespace {
 
 using nn::describe;
 
-/// Zeros like each tensor, materialised now so the first step's graph is every step's graph.
-std::vector<Tensor> materialised_zeros(const std::vector<Tensor>& like) {
-  std::vector<Tensor> out;
-  for (const Tensor& t : like) out.push_back(zeros(t.shape(), t.dtype()));
-  sync(out);
+/// `copies` sets of zeros like each tensor, materialised now (in one graph: a graph run once
+/// is never compiled) so the first step's graph is every step's graph.
+std::vector<std::vector<Tensor>> materialised_zeros(const std::vector<Tensor>& like, int copies = 1) {
+  std::vector<std::vector<Tensor>> out(static_cast<size_t>(copies));
+  std::vector<Tensor> all;
+  for (std::vector<Tensor>& set : out) {
+    for (const Tensor& t : like) set.push_back(all.emplace_back(zeros(t.shape(), t.dtype())));
+  }
+  sync(all);
   return out;
 }
 
@@ -75,7 +79,7 @@ SGD::SGD(std::vector<Tensor> params, SGDOptions options) : Optimizer(std::move(p
   if (options.nesterov && (options.momentum <= 0 || options.dampening != 0)) {
     throw Error("SGD: nesterov needs a momentum > 0 and dampening 0");
   }
-  if (options.momentum > 0) momentum_ = materialised_zeros(params_);
+  if (options.momentum > 0) momentum_ = materialised_zeros(params_)[0];
 }
 
 void SGD::update(size_t i, const Tensor& g) {
@@ -102,8 +106,9 @@ Adam::Adam(std::vector<Tensor> params, AdamOptions options, bool decoupled)
                             "weight_decay >= 0 and betas in [0, 1))",
                             decoupled ? "AdamW" : "Adam", options.lr, options.beta1, options.beta2, options.eps, options.weight_decay));
   }
-  exp_avg_ = materialised_zeros(params_);
-  exp_avg_sq_ = materialised_zeros(params_);
+  std::vector<std::vector<Tensor>> state = materialised_zeros(params_, 2);
+  exp_avg_ = std::move(state[0]);
+  exp_avg_sq_ = std::move(state[1]);
 }
 
 std::vector<Tensor> Adam::state() const {
