@@ -123,8 +123,8 @@ TEST(TierZeroTest, ANestThatOnlyCopiesRunsAsStridedCopies) {
           for (int64_t kk = 0; kk < depth; ++kk) {
             for (int64_t j = 0; j < 4; ++j) {
               const int64_t col = 4 * p + j;
-              const double value = b[static_cast<size_t>(transposed ? col * depth + kk : kk * n + col)];
-              const double expected = p == 0 ? -1 : col < n ? value : 0.0;
+              const double expected =
+                  p == 0 ? -1 : col < n ? b[static_cast<size_t>(transposed ? col * depth + kk : kk * n + col)] : 0.0;
               ASSERT_EQ(packed[static_cast<size_t>((p * depth + kk) * 4 + j)], expected)
                   << (transposed ? "B^T" : "B") << (divide ? " divided" : "") << ", K " << depth << ": " << p << " " << kk
                   << " " << j;
