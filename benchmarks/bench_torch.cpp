@@ -11,6 +11,7 @@
 #include <torch/csrc/lazy/core/metrics.h>
 #include <torch/csrc/lazy/ts_backend/ts_backend_impl.h>
 #include <torch/torch.h>
+#include <link.h>
 
 #include <algorithm>
 #include <chrono>
@@ -38,6 +39,28 @@
 
 namespace bench {
 
+namespace {
+/// The file a loaded shared library whose path ends in `name` resolves to (links followed),
+/// or "".
+std::string loaded_library(const std::string& name) {
+  struct Query {
+    const std::string& name;
+    std::string found;
+  } query{name, {}};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto& q = *static_cast<Query*>(data);
+        const std::string path = info->dlpi_name != nullptr ? info->dlpi_name : "";
+        if (!path.ends_with(q.name)) return 0;
+        std::error_code error;
+        q.found = std::filesystem::canonical(path, error).string();
+        return 1;
+      },
+      &query);
+  return query.found;
+}
+}  // namespace
+
 void torch_setup() {
   torch::set_num_threads(kHandThreads);
   torch::lazy::InitTorchScriptBackend();
@@ -45,6 +68,14 @@ void torch_setup() {
   const char* capability = std::getenv("ATEN_CPU_CAPABILITY");
   std::printf("PyTorch %s: %d threads; ATEN_CPU_CAPABILITY=%s; Lazy Tensor Core on the TorchScript backend\n",
               TORCH_VERSION, torch::get_num_threads(), capability ? capability : "(unset: the best the CPU has)");
+  // Debian's libtorch calls the BLAS that update-alternatives picks for libblas.so.3: with
+  // OpenBLAS not installed, the reference BLAS, which runs a product 10-100x slower.
+  const std::string blas = loaded_library("libblas.so.3");
+  if (blas.find("/blas/") != std::string::npos) {
+    std::printf("note: PyTorch runs on the reference BLAS (%s): its products are not what users get; install\n"
+                "  OpenBLAS (scripts/setup.sh --peers) for the recorded figures\n",
+                blas.c_str());
+  }
 }
 
 }  // namespace bench
