@@ -304,6 +304,9 @@ void add_reduction_cases(CaseTable& t) {
   };
   for (const Reduction& r : sums) {
     t.add(label(OpKind::Sum, r), OpKind::Sum, {{r.shape}}, [r](const auto& x) { return sum(x[0], r.dims, r.keepdim); });
+    // Magnitudes about 1, so that the product of a slice neither vanishes nor overflows.
+    t.add(label(OpKind::Prod, r), OpKind::Prod, {{r.shape, Domain::range(0.6, 1.6)}},
+          [r](const auto& x) { return prod(x[0], r.dims, r.keepdim); });
   }
   const Domain distinct = Domain::spread();
   for (const Reduction& r : extrema) {
@@ -706,6 +709,14 @@ using ::testing::ElementsAre;
 using ::testing::Pointwise;
 
 std::vector<double> grad_of(const Tensor& loss, const Tensor& x) { return grad(loss, {x})[0].to_vector<double>(); }
+
+/// prod's gradient at zeros, as PyTorch's: a row with one zero gives the zero the product of
+/// the rest and the others 0; a row with two zeros gives 0 everywhere; a row without, y / a.
+TEST(AutogradZeros, ProdIsExactAtZerosAsPyTorch) {
+  const Tensor x = f64({2, 0, 3, 0, 0, 5, 4, 2, 0.5}, {3, 3});
+  EXPECT_THAT(grad_of(sum(prod(x, {1})), x), ElementsAre(0.0, 6.0, 0.0, 0.0, 0.0, 0.0, 1.0, 2.0, 8.0));
+  EXPECT_THAT(grad_of(prod(x), x), ElementsAre(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0));
+}
 
 TEST(AutogradTies, AmaxAndAminSplitTiesEvenlyAsPyTorch) {
   Tensor x = f64({1, 3, 3});

@@ -40,7 +40,7 @@ std::vector<int64_t> random_dims(std::mt19937& rng, int rank) {
 // ---------------------------------------------------------------------------------------------
 // Reductions
 
-TEST(ReduceTest, SumAmaxAminMeanAnyAllMatchInterpreterOnRandomShapes) {
+TEST(ReduceTest, SumProdAmaxAminMeanAnyAllMatchInterpreterOnRandomShapes) {
   std::mt19937 rng(7);
   for (int trial = 0; trial < 120; ++trial) {
     const int rank = static_cast<int>(rng() % 5);
@@ -58,6 +58,7 @@ TEST(ReduceTest, SumAmaxAminMeanAnyAllMatchInterpreterOnRandomShapes) {
       if (in) folded *= shape[d], empty_fold = empty_fold || shape[d] == 0;
     }
     expect_matches(sum(x, dims, keepdim), "sum " + context, folded);
+    expect_matches(prod(x, dims, keepdim), "prod " + context, folded);  // of nothing: 1
     if (is_floating(dtype)) expect_matches(mean(x, dims, keepdim), "mean " + context, folded);
     expect_matches(any(x, dims, keepdim), "any " + context);  // of nothing: false
     expect_matches(all(x, dims, keepdim), "all " + context);  // of nothing: true

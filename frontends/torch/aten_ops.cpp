@@ -162,6 +162,7 @@ const Entry kTable[] = {
   // Reductions and scans.
   {"aten::sum", [](const Call& c) { return one(sum(with_dtype(c, c.tensor("self")), dims_of(c), keepdim(c))); }},
   {"aten::mean", [](const Call& c) { return one(mean(with_dtype(c, c.tensor("self")), dims_of(c), keepdim(c))); }},
+  {"aten::prod", [](const Call& c) { return one(prod(with_dtype(c, c.tensor("self")), dims_of(c), keepdim(c))); }},
   {"aten::amax", [](const Call& c) { return one(amax(c.tensor("self"), dims_of(c), keepdim(c))); }},
   {"aten::amin", [](const Call& c) { return one(amin(c.tensor("self"), dims_of(c), keepdim(c))); }},
   {"aten::max", [](const Call& c) { return max_min(c, true); }},

@@ -38,7 +38,7 @@ constexpr const char* kOps[] = {
     "log1p", "expm1", "sin", "ceil", "round", "sign", "logical_not", "logical_and", "logical_or",
     "clamp_max", "floor_divide", "silu_backward", "index_add", "var.correction", "var_mean.correction", "any.dim",
     "tan", "sinh", "cosh", "log10", "exp2", "mish", "hardswish", "hardswish_backward", "roll",
-    "scatter.value", "hardtanh", "hardtanh_backward",
+    "scatter.value", "hardtanh", "hardtanh_backward", "prod", "prod.dim_int",
 };
 
 /// One argument of the aten call a node lowers to: an operand (by index) or a constant, and

@@ -111,10 +111,12 @@ Tensor clamp(const Tensor& t, Scalar lo, Scalar hi);
 
 // Reductions over `dims` (empty: every dim; negative dims count from the end). Without
 // keepdim the reduced dims are removed. Bool and integer sums are int64; mean needs a float
-// dtype; amax and amin propagate NaN and reject empty dims; any and all take elements as
+// dtype; prod multiplies in index order (1 over nothing; bool and integers in int64);
+// amax and amin propagate NaN and reject empty dims; any and all take elements as
 // true where nonzero and give bool (false and true over nothing); argmax returns the first
 // maximum (NaN counts as the maximum), as int64.
 Tensor sum(const Tensor& t, std::vector<int64_t> dims = {}, bool keepdim = false);
+Tensor prod(const Tensor& t, std::vector<int64_t> dims = {}, bool keepdim = false);
 Tensor mean(const Tensor& t, std::vector<int64_t> dims = {}, bool keepdim = false);
 Tensor amax(const Tensor& t, std::vector<int64_t> dims = {}, bool keepdim = false);
 Tensor amin(const Tensor& t, std::vector<int64_t> dims = {}, bool keepdim = false);

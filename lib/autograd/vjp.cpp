@@ -207,6 +207,18 @@ Tensor cumprod_backward(const Tensor& g, const Tensor& a, const Tensor& y, const
   return where(first, at_zero, plain);
 }
 
+/// prod's cotangent, exact at zeros as PyTorch's: the product of the others. In a slice
+/// without zeros that is y / a; in one with a single zero, the zero's is the product of the
+/// rest and the others' 0; with more zeros, all 0.
+Tensor prod_backward(const Tensor& g, const Tensor& a, const Tensor& y, const ir::Node& node) {
+  const std::vector<int64_t> dims(node.attrs().begin(), node.attrs().end());
+  const Tensor is_zero = eq(a, 0.0);
+  const Tensor zeros = sum(is_zero, dims, /*keepdim=*/true);
+  const Tensor nonzero = where(is_zero, 1.0, a);
+  const Tensor lone_zero = logical_and(is_zero, eq(zeros, 1));
+  return where(eq(zeros, 0), g * y / nonzero, where(lone_zero, g * prod(nonzero, dims, /*keepdim=*/true), 0.0));
+}
+
 /// A sliding-window node over `x` (a pending tensor), with `attrs`; `shape` for a transpose.
 Tensor window_node(ir::OpKind op, const Tensor& x, ir::Node::Attrs attrs, const ir::Shape* shape = nullptr) {
   absl::StatusOr<ir::NodePtr> node = ir::make_structured(op, {x.impl()->ir_value()}, std::move(attrs), shape);

@@ -134,6 +134,10 @@ Tensor mean(const Tensor& t, std::vector<int64_t> dims, bool keepdim) {
   return pending(finish_reduce(std::move(average), attrs, keepdim));
 }
 
+Tensor prod(const Tensor& t, std::vector<int64_t> dims, bool keepdim) {
+  return pending(reduce(OpKind::Prod, value_of(t, "prod"), dims, keepdim));
+}
+
 Tensor amax(const Tensor& t, std::vector<int64_t> dims, bool keepdim) {
   return pending(reduce(OpKind::Amax, value_of(t, "amax"), dims, keepdim));
 }

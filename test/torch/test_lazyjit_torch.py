@@ -362,7 +362,8 @@ class OwnLazyKernelsTest(Case):
                lambda t, u: t.var(1), lambda t, u: torch.var_mean(t, 0, unbiased=False)[0] + torch.var_mean(t, 0)[1],
                lambda t, u: (t > 0.3).any(1), lambda t, u: t.scatter(1, torch.tensor([[0, 2], [4, 4], [1, 0], [3, 3]]).to(t.device), 1.5),
                lambda t, u: t.scatter(0, torch.tensor([[1, 1, 0, 3, 2]]).to(t.device), -2.0)] + [lambda t, u, f=f: f(t) for f in (torch.tan, torch.sinh, torch.cosh, torch.log10,
-               torch.exp2, F.mish, F.hardswish)]
+               torch.exp2, F.mish, F.hardswish)] + [lambda t, u: t.prod(1), lambda t, u: (t + 0.5).prod(),
+               lambda t, u: t.prod(0, keepdim=True), lambda t, u: (t > 0.2).prod(1)]
         for op in ops:
             with self.subTest(op=op):
                 before = self.eager_fallbacks()
@@ -374,6 +375,9 @@ class OwnLazyKernelsTest(Case):
         self.check_grad(lambda t: torch.tan(t) + torch.sinh(t) * torch.cosh(t) + torch.log10(t) + torch.exp2(t) + F.mish(t)
                         + F.hardswish(t * 4) + t.var(0, keepdim=True) + F.relu6(t * 4 - 1), (4, 5), positive=True)
         self.assertEqual(self.eager_fallbacks(), before)
+        # prod's gradient is PyTorch's own formula, which reads whether the input has a zero
+        # (an item(): _local_scalar_dense) before choosing how to divide.
+        self.check_grad(lambda t: t.prod(1) + (t + 0.5).prod(0, keepdim=True).sum(1), (4, 5))
 
 
 class Mlp(nn.Module):
