@@ -174,7 +174,10 @@ class CopyNests {
 /// which is the same result when its iterations are independent: its inner loops hold stores
 /// only (no fold, assignment or check), at offsets of index arithmetic alone (no data-dependent
 /// scatter: the lowering's kernels store such an element once), and nothing in the nest reads
-/// a buffer the nest stores to.
+/// a buffer the nest stores to. A pack of a stored operand is a copy nest (CopyNests) and is
+/// left to run as copies. A short nest of stores under a loop that is not longer (a
+/// product's epilogue, NR columns for each of MR rows) is flattened instead: one loop over
+/// both, in the nest's own order, one block where there were MR.
 class NestInverter {
  public:
   /// Inner loops of at most this many iterations under a longer loop are inverted.
