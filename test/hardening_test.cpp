@@ -114,6 +114,24 @@ TEST(DeepGraphTest, MaterialisingALongChainOnASmallStack) {
   });
 }
 
+TEST(DeepGraphTest, TheMainThreadsStackLeftIsWithinItsStack) {
+  // The main thread's bounds come from its starting top and the stack limit, not from
+  // /proc/self/maps: never more room than glibc's own bounds give.
+  if (gettid() != getpid()) GTEST_SKIP() << "not on the main thread";
+  pthread_attr_t attr;
+  ASSERT_EQ(pthread_getattr_np(pthread_self(), &attr), 0);
+  void* stack = nullptr;
+  size_t size = 0;
+  ASSERT_EQ(pthread_attr_getstack(&attr, &stack, &size), 0);
+  pthread_attr_destroy(&attr);
+  const char here = 0;
+  const size_t glibc_left = reinterpret_cast<uintptr_t>(&here) - reinterpret_cast<uintptr_t>(stack);
+  const size_t left = runtime::stack_left();
+  EXPECT_GT(left, size_t{0});
+  EXPECT_LE(left, glibc_left + 4096);  // 4 KiB: the two frames' locals may sit in either order
+  EXPECT_GE(left + (size_t{2} << 20), glibc_left);  // within the 1 MiB left for arguments and environment, and this frame
+}
+
 // Item 2: slice bounds and counts never overflow.
 
 TEST(OverflowTest, SliceWithAHugeStepTakesTheFirstElement) {

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <pthread.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -15,14 +17,29 @@
 
 namespace lazyjit::runtime {
 
+/// The main thread's stack top as the process started (glibc's, also what its
+/// pthread_getattr_np starts from).
+extern "C" void* __libc_stack_end;
+
 /// Bytes of stack left below the caller on this thread (0 if unknown). The thread's stack
-/// bounds are looked up once per thread: for the main thread glibc finds them by reading
-/// /proc/self/maps, milliseconds in a process with many libraries mapped.
+/// bounds are looked up once per thread. For the main thread glibc's pthread_getattr_np reads
+/// /proc/self/maps, a millisecond or more in a process with hundreds of libraries mapped (one
+/// that loads libtorch), paid by the first graph a program runs; so the main thread's bounds
+/// are its starting top and the stack limit instead, less 1 MiB for what sits above that top
+/// (arguments, environment) and so is not below it.
 inline size_t stack_left() {
   struct Bounds {
     uintptr_t low = 0;
     size_t size = 0;
     Bounds() {
+      rlimit limit{};
+      constexpr size_t kAboveTop = size_t{1} << 20;
+      if (gettid() == getpid() && getrlimit(RLIMIT_STACK, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
+          limit.rlim_cur > kAboveTop) {
+        size = limit.rlim_cur - kAboveTop;
+        low = reinterpret_cast<uintptr_t>(__libc_stack_end) + kAboveTop - limit.rlim_cur;
+        return;
+      }
       pthread_attr_t attr;
       if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
       void* stack = nullptr;
