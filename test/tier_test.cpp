@@ -5,14 +5,19 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <thread>
 #include <vector>
 
 #include <lazyjit/lazyjit.h>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ir/graph.h"
 #include "lowering/kir.h"
+#include "lowering/lower.h"
+#include "lowering/plan.h"
 #include "runtime/tier0.h"
+#include "runtime/tensor_impl.h"
 #include "tier.h"
 
 namespace lazyjit {
@@ -274,6 +279,33 @@ TEST(TierTest, AutoRunsANewGraphAtOnceAndCompiledCodeAfterItsBackgroundCompile) 
   EXPECT_EQ(first, third);  // elementwise arithmetic, max and exp per row: the same on both tiers here
 }
 
+/// Tier 0 lowers a new graph's kernels as tasks on the runtime's threads: the same kernels,
+/// named alike and with the same size program, as lowering them one by one.
+TEST(TierTest, LoweringKernelsAsParallelTasksGivesTheKernelsOfLoweringInOrder) {
+  const Tensor w = Tensor::from_vector<float>(ramp(8 * 4, 0.01f), {8, 4});
+  const Tensor x = Tensor::from_vector<float>(ramp(5 * 8, 0.02f), {5, 8});
+  const Tensor g = matmul(transpose(x, 0, 1), softmax(matmul(x, w), 1));
+  const Tensor y = layer_norm(x * 2.0 + 1.0, 1) - mean(x, {0}, true);
+  const ir::Graph graph = ir::build_graph(std::vector<ir::NodePtr>{g.impl()->ir(), y.impl()->ir()});
+  const lowering::LoweredGraph in_order = lowering::lower_graph(graph);
+  auto on_threads = [](size_t count, absl::FunctionRef<void(size_t)> task) {
+    std::vector<std::thread> threads;  // each kernel on a thread of its own, all at once
+    for (size_t i = 0; i < count; ++i) threads.emplace_back([&, i] { task(i); });
+    for (std::thread& t : threads) t.join();
+  };
+  const lowering::LoweredGraph parallel = lowering::lower_graph(graph, lowering::plan_graph(graph), {}, on_threads);
+  ASSERT_GE(in_order.kernels.size(), 4u);
+  ASSERT_EQ(parallel.kernels.size(), in_order.kernels.size());
+  EXPECT_EQ(lowering::kernels_text(parallel), lowering::kernels_text(in_order));
+  for (size_t k = 0; k < in_order.kernels.size(); ++k) {
+    EXPECT_EQ(parallel.kernels[k].content, in_order.kernels[k].content);
+    EXPECT_EQ(parallel.plan.kernels[k].count, in_order.plan.kernels[k].count);
+    EXPECT_EQ(parallel.plan.kernels[k].work, in_order.plan.kernels[k].work);
+    EXPECT_EQ(parallel.plan.kernels[k].frame.dims, in_order.plan.kernels[k].frame.dims);
+  }
+  EXPECT_EQ(lowering::print_plan(graph, parallel.plan), lowering::print_plan(graph, in_order.plan));
+}
+
 TEST(TierTest, TierZeroAloneNeverCompiles) {
   tests::ScopedTier tier(Tier::Interpret);
   reset_metrics();
@@ -287,6 +319,9 @@ TEST(TierTest, TierZeroAloneNeverCompiles) {
   const Metrics m = metrics();
   EXPECT_EQ(m.kernels_compiled, 0);
   EXPECT_EQ(m.compiles, 0);
+  EXPECT_EQ(m.compile_seconds, 0.0);
+  EXPECT_GT(m.plan_seconds, 0.0);
+  EXPECT_GT(m.tier0_prepare_seconds, 0.0) << "the first run's graph was lowered and readied for tier 0";
   EXPECT_EQ(m.tier0_kernel_runs, m.kernels_launched);
   EXPECT_GE(m.donations, 2) << "tier 0 writes into donated buffers as compiled code does";
   EXPECT_TRUE(std::isfinite(w.to_vector<float>()[0]));

@@ -67,7 +67,11 @@ struct Metrics {
   int64_t tier0_kernel_runs = 0;  ///< kernel launches that tier 0 ran (of kernels_launched)
   int64_t kernels_compiled_background = 0;  ///< of kernels_compiled, while tier 0 ran their graphs
   int64_t tier_switches = 0;      ///< graphs whose background compile finished: compiled from then on
+  double plan_seconds = 0;        ///< fusing new graphs into kernels (graphs_planned)
   double compile_seconds = 0;     ///< lowering + LLVM optimise + codegen
+  double tier0_prepare_seconds = 0;  ///< lowering new graphs and readying them for tier 0: with
+                                     ///< planning, what a new graph's first run waits for under
+                                     ///< LAZYJIT_TIER=auto or 0
   double execute_seconds = 0;     ///< running kernels
   int64_t collectives = 0;        ///< collective ops carried out (lazyjit/collectives.h)
   int64_t collectives_overlapped = 0;  ///< of those, the ones a kernel ran beside

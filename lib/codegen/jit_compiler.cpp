@@ -240,10 +240,6 @@ std::unique_ptr<llvm::TargetMachine> JitCompiler::take_target() {
   return std::move(*target);
 }
 
-void in_order(size_t count, absl::FunctionRef<void(size_t)> task) {
-  for (size_t i = 0; i < count; ++i) task(i);
-}
-
 void JitCompiler::give_back_target(std::unique_ptr<llvm::TargetMachine> target) {
   if (target == nullptr) return;
   std::lock_guard lock(targets_mutex_);

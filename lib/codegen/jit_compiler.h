@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "codegen/disk_cache.h"
 #include "ir/hash.h"
+#include "lowering/lower.h"
 #include "lowering/lowered_graph.h"
 
 namespace llvm {
@@ -34,15 +35,9 @@ struct KernelModule;  // kir_llvm.h
 /// The kernels' LLVM IR as emitted from their kernel IR (before optimisation), in plan order.
 std::string llvm_ir_text(const lowering::LoweredGraph& lowered);
 
-/// How a compile spreads its new kernels over threads: calls `task(i)` once for each i in
-/// [0, count), in any order and on any of the caller's threads, and returns when every call
-/// has returned. The compiler starts no threads of its own: the runtime lends its oneTBB
-/// workers to a compile the user waits for, and a background compile's own low-priority
-/// threads to one the user does not.
-using ForEachKernel = absl::FunctionRef<void(size_t count, absl::FunctionRef<void(size_t)> task)>;
-
-/// One by one on the calling thread.
-void in_order(size_t count, absl::FunctionRef<void(size_t)> task);
+/// How a compile spreads its new kernels over threads (lowering's ForEachKernel).
+using lowering::ForEachKernel;
+using lowering::in_order;
 
 /// One kernel's code in the JIT. Destroying it frees the code.
 class CompiledKernel {

@@ -43,17 +43,29 @@ LoweredGraph lower_graph(const ir::Graph& graph, std::span<const Alias> aliases)
   return lower_graph(graph, plan_graph(graph), aliases);
 }
 
-LoweredGraph lower_graph(const ir::Graph& graph, KernelPlan plan, std::span<const Alias> aliases) {
+void in_order(size_t count, absl::FunctionRef<void(size_t)> task) {
+  for (size_t i = 0; i < count; ++i) task(i);
+}
+
+LoweredGraph lower_graph(const ir::Graph& graph, KernelPlan plan, std::span<const Alias> aliases,
+                         ForEachKernel for_each) {
   LoweredGraph lowered;
   lowered.plan = std::move(plan);
-  for (KernelSpec& spec : lowered.plan.kernels) {
-    LoweredKernel& kernel = lowered.kernels.emplace_back();
+  lowered.kernels.resize(lowered.plan.kernels.size());
+  for_each(lowered.kernels.size(), [&](size_t k) {
+    KernelSpec& spec = lowered.plan.kernels[k];
+    LoweredKernel& kernel = lowered.kernels[k];
     kernel.kir = build_kernel(graph, lowered.plan, spec, aliases);
     if (const std::string problem = kir::verify(kernel.kir); !problem.empty()) {
       internal_error("invalid kernel IR: " + problem + "\n" + kir::print(kernel.kir));
     }
     kernel.content = ir::hash_bytes(kir::encode(kernel.kir));
     spec.symbol = "lj_" + kernel.content.to_hex();
+  });
+  // The plan's size program is shared: its steps are added in kernel order.
+  for (size_t k = 0; k < lowered.kernels.size(); ++k) {
+    KernelSpec& spec = lowered.plan.kernels[k];
+    const LoweredKernel& kernel = lowered.kernels[k];
     absl::flat_hash_map<kir::Id, int> steps;
     spec.count = size_step(kernel.kir, kernel.kir.count, spec.frame, lowered.plan.sizes, steps);
     spec.work = size_step(kernel.kir, kernel.kir.work, spec.frame, lowered.plan.sizes, steps);

@@ -34,7 +34,7 @@ absl::StatusOr<codegen::CompileCache::Entry> GraphCompiler::compile(const ir::Gr
                                                                     std::span<const lowering::Alias> aliases,
                                                                     const ir::Hash128& key,
                                                                     codegen::ForEachKernel for_each) {
-  absl::StatusOr<Lowered> lowered = lower(graph, plan, aliases, key);
+  absl::StatusOr<Lowered> lowered = lower(graph, plan, aliases, key, for_each);
   if (!lowered.ok()) return lowered.status();
   absl::StatusOr<codegen::CompileCache::Entry> code = compile(*std::move(lowered), for_each);
   if (!code.ok()) log_.forget(graph);  // a failed compile does not use up the guardrail
@@ -43,7 +43,8 @@ absl::StatusOr<codegen::CompileCache::Entry> GraphCompiler::compile(const ir::Gr
 
 absl::StatusOr<GraphCompiler::Lowered> GraphCompiler::lower(const ir::Graph& graph, const lowering::KernelPlan& plan,
                                                             std::span<const lowering::Alias> aliases,
-                                                            const ir::Hash128& key) {
+                                                            const ir::Hash128& key,
+                                                            lowering::ForEachKernel for_each) {
   const Clock::time_point start = Clock::now();
   if (absl::Status status = ir::verify(graph); !status.ok()) return status;
   const bool guarded = options_.max_graphs > 0;
@@ -58,7 +59,7 @@ absl::StatusOr<GraphCompiler::Lowered> GraphCompiler::lower(const ir::Graph& gra
   std::string stem =
       aliases.empty() ? graph.key.to_hex() : fmt::format("{}-donating-{}", graph.key.to_hex(), key.to_hex());
   // Lowered before any LLVM work, so a graph that fails to compile is dumped too.
-  lowering::LoweredGraph lowered = lowering::lower_graph(graph, plan, aliases);
+  lowering::LoweredGraph lowered = lowering::lower_graph(graph, plan, aliases, for_each);
   const DumpDir& dump = options_.dump_dir;
   if (dump.enabled()) {
     dump.write(stem, ".ljir", ir::print_graph(graph, {.with_key = true, .with_values = true}));

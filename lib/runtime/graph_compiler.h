@@ -44,10 +44,12 @@ class GraphCompiler {
   absl::StatusOr<codegen::CompileCache::Entry> compile(const ir::Graph& graph, const lowering::KernelPlan& plan,
                                                        std::span<const lowering::Alias> aliases, const ir::Hash128& key,
                                                        codegen::ForEachKernel for_each);
-  /// The first half: verified, checked against the recompilation guardrail, lowered, dumped
-  /// (all but the compiled forms). Logs why it compiles at info level.
+  /// The first half: verified, checked against the recompilation guardrail, lowered (each
+  /// kernel a task of `for_each`), dumped (all but the compiled forms). Logs why it compiles
+  /// at info level.
   absl::StatusOr<Lowered> lower(const ir::Graph& graph, const lowering::KernelPlan& plan,
-                                std::span<const lowering::Alias> aliases, const ir::Hash128& key);
+                                std::span<const lowering::Alias> aliases, const ir::Hash128& key,
+                                lowering::ForEachKernel for_each);
   /// The second half, which needs no graph: each kernel taken from memory or the disk cache
   /// when its code is there, else compiled (and stored on disk); the compiled forms dumped. A
   /// bad disk-cache file is reported once and replaced. New kernels compile as the tasks of

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <optional>
 
 #include "absl/container/flat_hash_set.h"
 #include "fmt/format.h"
@@ -118,7 +119,10 @@ void GraphExecutor::materialize(std::vector<std::shared_ptr<detail::TensorImpl>>
 std::shared_ptr<const lowering::KernelPlan> GraphExecutor::plan_of(const ir::Graph& graph) {
   absl::StatusOr<std::shared_ptr<const lowering::KernelPlan>> plan = plans_.get_or_make(graph.key, [&] {
     counters_.graphs_planned.fetch_add(1, std::memory_order_relaxed);
-    return std::make_shared<const lowering::KernelPlan>(lowering::plan_graph(graph));
+    const Clock::time_point start = Clock::now();
+    auto plan = std::make_shared<const lowering::KernelPlan>(lowering::plan_graph(graph));
+    counters_.plan_ns.fetch_add(nanoseconds_since(start), std::memory_order_relaxed);
+    return plan;
   });
   return *std::move(plan);  // planning fails only by throwing
 }
@@ -146,22 +150,33 @@ std::shared_ptr<const Tier0Graph> GraphExecutor::interpreted(const ir::Graph& gr
                                                              std::span<const lowering::Alias> aliases,
                                                              const ir::Hash128& key, bool compile_in_background) {
   auto result = tier0_graphs_.get_or_make(key, [&]() -> absl::StatusOr<std::shared_ptr<const Tier0Graph>> {
+    Clock::time_point start;  // after planning, which plan_ns counts
+    // Each kernel's IR is built, and then made ready for tier 0, as a task on the runtime's
+    // threads: the user waits for this graph, and under auto no compile runs yet.
+    auto on_runtime_threads = [this](size_t count, absl::FunctionRef<void(size_t)> task) {
+      executor_.for_each(count, [&](size_t i) { run_with_stack(kLowerStackBytes, [&] { task(i); }); });
+    };
     absl::StatusOr<GraphCompiler::Lowered> lowered = run_with_stack(kLowerStackBytes, [&] {
       if (plan == nullptr) plan = plan_of(graph);
-      return graph_compiler_.lower(graph, *plan, aliases, key);
+      start = Clock::now();
+      return graph_compiler_.lower(graph, *plan, aliases, key, on_runtime_threads);
     });
     if (!lowered.ok()) return lowered.status();
+    const std::vector<lowering::LoweredKernel>& kernels = lowered->graph.kernels;
+    std::vector<std::optional<Tier0Kernel>> prepared(kernels.size());
+    on_runtime_threads(kernels.size(), [&](size_t k) { prepared[k].emplace(kernels[k].kir); });
     auto code = std::make_shared<Tier0Graph>();
     code->plan = lowered->graph.plan;
-    for (const lowering::LoweredKernel& kernel : lowered->graph.kernels) {
-      code->kernels.emplace_back(kernel.kir);
-      code->compiled.push_back(compiler_.find(kernel));
+    for (size_t k = 0; k < kernels.size(); ++k) {
+      code->kernels.push_back(*std::move(prepared[k]));
+      code->compiled.push_back(compiler_.find(kernels[k]));
     }
     const bool all_compiled = std::all_of(code->compiled.begin(), code->compiled.end(), [](const auto& c) { return c != nullptr; });
     if (compile_in_background && !all_compiled) {
       // The job holds no graph: a graph would keep its parameters' buffers from being donated.
       code->pending = std::make_shared<GraphCompiler::Lowered>(*std::move(lowered));
     }
+    counters_.tier0_prepare_ns.fetch_add(nanoseconds_since(start), std::memory_order_relaxed);
     return code;
   });
   if (!result.ok()) {

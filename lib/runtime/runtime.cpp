@@ -106,7 +106,9 @@ Metrics Runtime::metrics() const {
   m.tier0_kernel_runs = counters_.tier0_kernel_runs.load();
   m.kernels_compiled_background = counters_.kernels_compiled_background.load();
   m.tier_switches = counters_.tier_switches.load();
+  m.plan_seconds = counters_.plan_ns.load() / 1e9;
   m.compile_seconds = counters_.compile_ns.load() / 1e9;
+  m.tier0_prepare_seconds = counters_.tier0_prepare_ns.load() / 1e9;
   m.execute_seconds = counters_.execute_ns.load() / 1e9;
   m.collectives = counters_.collectives.load();
   m.collectives_overlapped = counters_.collectives_overlapped.load();
@@ -184,7 +186,9 @@ std::string metrics_report() {
   line("bytes_reused", m.bytes_reused);
   line("bytes_in", m.bytes_in);
   line("bytes_out", m.bytes_out);
+  line("plan_ms", fmt::format("{:.3f}", m.plan_seconds * 1e3));
   line("compile_ms", fmt::format("{:.3f}", m.compile_seconds * 1e3));
+  line("tier0_prepare_ms", fmt::format("{:.3f}", m.tier0_prepare_seconds * 1e3));
   line("execute_ms", fmt::format("{:.3f}", m.execute_seconds * 1e3));
   line("collectives", m.collectives);
   line("collectives_overlapped", m.collectives_overlapped);
