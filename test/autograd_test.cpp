@@ -420,6 +420,10 @@ void add_view_cases(CaseTable& t) {
   t.add("max_pool2d", OpKind::Unfold, {{{2, 2, 5, 5}, Domain::spread()}},
         [](const auto& x) { return max_pool2d(x[0], 3, 2, 1); });
   t.add("avg_pool2d", OpKind::Unfold, {{{2, 2, 5, 4}}}, [](const auto& x) { return avg_pool2d(x[0], 2, 1, 1, false); });
+  t.add("max_pool2d ceil mode", OpKind::Unfold, {{{1, 2, 7, 6}, Domain::spread()}},
+        [](const auto& x) { return max_pool2d(x[0], 3, 2, 0, /*ceil_mode=*/true); });
+  t.add("avg_pool2d ceil mode", OpKind::Unfold, {{{1, 2, 8, 7}}},
+        [](const auto& x) { return avg_pool2d(x[0], 3, 2, 1, true, /*ceil_mode=*/true); });
 }
 
 void add_matmul_cases(CaseTable& t) {

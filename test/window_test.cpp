@@ -167,9 +167,16 @@ TEST(ConvTest, Conv1dIsAConvolutionOverOneRow) {
 }
 
 /// Pooling by its definition: the max (first NaN wins) or the mean of each window.
+/// PyTorch's pooling_output_shape: windows along an extent, in floor or ceil mode.
+int64_t pooled_size(int64_t size, int64_t k, int64_t stride, int64_t pad, bool ceil_mode) {
+  int64_t out = (size + 2 * pad - k + (ceil_mode ? stride - 1 : 0)) / stride + 1;
+  if (ceil_mode && (out - 1) * stride >= size + pad) --out;
+  return out;
+}
+
 std::vector<double> direct_pool(const Shape& s, const std::vector<double>& x, Size2 k, Size2 stride, Size2 pad, bool max,
-                                bool include_pad) {
-  const int64_t oh = (s[2] + 2 * pad.h - k.h) / stride.h + 1, ow = (s[3] + 2 * pad.w - k.w) / stride.w + 1;
+                                bool include_pad, bool ceil_mode = false) {
+  const int64_t oh = pooled_size(s[2], k.h, stride.h, pad.h, ceil_mode), ow = pooled_size(s[3], k.w, stride.w, pad.w, ceil_mode);
   std::vector<double> out;
   for (int64_t nc = 0; nc < s[0] * s[1]; ++nc) {
     for (int64_t y = 0; y < oh; ++y) {
@@ -186,7 +193,10 @@ std::vector<double> direct_pool(const Shape& s, const std::vector<double>& x, Si
             ++count;
           }
         }
-        out.push_back(max ? best : total / static_cast<double>(include_pad ? k.h * k.w : count));
+        // PyTorch's divisor when the padding counts: the window clipped to the padded input.
+        const int64_t r0 = y * stride.h - pad.h, c0 = xx * stride.w - pad.w;
+        const int64_t covered = (std::min(r0 + k.h, s[2] + pad.h) - r0) * (std::min(c0 + k.w, s[3] + pad.w) - c0);
+        out.push_back(max ? best : total / static_cast<double>(include_pad ? covered : count));
       }
     }
   }
@@ -215,6 +225,27 @@ TEST(PoolTest, MaxAndAveragePoolingMatchTheDefinition) {
     expect_near_all(avg_pool2d(x, k.kernel, k.stride, k.padding, false).to_vector<double>(),
                     direct_pool(k.x, xs, k.kernel, stride, k.padding, false, false), 1e-12, context);
   }
+  // Ceil mode: windows that hang past the padding (PyTorch's ceil_mode), pooling and dividing
+  // by what they cover.
+  const Case ceil_cases[] = {{{1, 2, 7, 6}, 3, 2}, {{2, 1, 8, 9}, 3, 2, 1}, {{1, 1, 7, 7}, 2}, {{1, 1, 5, 5}, 2, 2, 1},
+                             {{1, 1, 7, 9}, {3, 2}, {{2, 3}}, {1, 0}}};
+  for (const Case& k : ceil_cases) {
+    const Size2 stride = k.stride.value_or(k.kernel);
+    const std::vector<double> xs = random_values(rng, numel(k.x));
+    const Tensor x = Tensor::from_vector<double>(xs, k.x);
+    const std::string context = fmt::format("ceil-mode pool of {} kernel {}x{}", fmt::join(k.x, "x"), k.kernel.h, k.kernel.w);
+    const Tensor max = max_pool2d(x, k.kernel, k.stride, k.padding, /*ceil_mode=*/true);
+    expect_matches(max, context);
+    EXPECT_EQ(max.to_vector<double>(), direct_pool(k.x, xs, k.kernel, stride, k.padding, true, true, true)) << context;
+    expect_near_all(avg_pool2d(x, k.kernel, k.stride, k.padding, true, true).to_vector<double>(),
+                    direct_pool(k.x, xs, k.kernel, stride, k.padding, false, true, true), 1e-12, context);
+    expect_near_all(avg_pool2d(x, k.kernel, k.stride, k.padding, false, true).to_vector<double>(),
+                    direct_pool(k.x, xs, k.kernel, stride, k.padding, false, false, true), 1e-12, context);
+  }
+  EXPECT_EQ(max_pool2d(zeros({1, 1, 7, 6}), 3, 2, 0, true).shape(), (std::vector<int64_t>{1, 1, 3, 3}));
+  EXPECT_EQ(max_pool2d(zeros({1, 1, 7, 6}), 3, 2, 0, false).shape(), (std::vector<int64_t>{1, 1, 3, 2}));
+  EXPECT_EQ(avg_pool2d(zeros({1, 1, 5, 5}), 2, 2, 1, true, true).shape(), (std::vector<int64_t>{1, 1, 3, 3}))
+      << "the last window would start in the padding: not counted";
   // Integers pool too (the padding below every int32), and a window's NaN is its maximum.
   const Tensor ints = Tensor::from_vector<int32_t>({-5, -7, -9, -8}, {1, 1, 2, 2});
   EXPECT_EQ(max_pool2d(ints, 2, 1, 1).to_vector<int32_t>(), (std::vector<int32_t>{-5, -5, -7, -5, -5, -7, -9, -8, -8}));

@@ -333,8 +333,7 @@ Results convolution_backward(const Call& c) {
   return grads;
 }
 
-void check_pool_args(const Call& c, bool ceil_mode_allowed) {
-  if (!ceil_mode_allowed && c.has("ceil_mode") && c.boolean("ceil_mode")) c.unsupported("ceil_mode");
+void check_pool_args(const Call& c) {
   if (c.has("dilation") && (pair(c, "dilation", 1).h != 1 || pair(c, "dilation", 1).w != 1)) c.unsupported("dilated pooling");
 }
 
@@ -368,9 +367,9 @@ Tensor ceil_padded(const Call& c, const Tensor& x) {
 }  // namespace
 
 Tensor max_pool(const Call& c, const Tensor& self) {
-  check_pool_args(c, /*ceil_mode_allowed=*/true);
+  check_pool_args(c);
   const Size2 kernel = pair(c, "kernel_size", 1);
-  return max_pool2d(ceil_padded(c, self), kernel, pair(c, "stride", kernel), pair(c, "padding", 0));
+  return max_pool2d(self, kernel, pair(c, "stride", kernel), pair(c, "padding", 0), c.has("ceil_mode") && c.boolean("ceil_mode"));
 }
 
 /// The flat index (into H*W) of each window's first maximum, as max_pool2d_with_indices.

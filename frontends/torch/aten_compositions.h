@@ -68,8 +68,8 @@ Size2 pair(const Call& c, std::string_view name, Size2 fallback);
 /// conv2d over PyTorch's `convolution` arguments; rank-3 inputs are conv1d.
 Tensor convolution(const Call& c, const Tensor& input, const Tensor& weight, const Tensor& bias);
 Results convolution_backward(const Call& c);
-/// Dilation falls back, and ceil_mode unless `ceil_mode_allowed` (max pooling pads with -inf).
-void check_pool_args(const Call& c, bool ceil_mode_allowed = false);
+/// A dilated pooling falls back (ceil_mode is the core ops').
+void check_pool_args(const Call& c);
 Tensor max_pool(const Call& c, const Tensor& self);
 /// The flat index (into H*W) of each window's first maximum, as max_pool2d_with_indices.
 Tensor max_pool_indices(const Call& c, const Tensor& x);

@@ -334,15 +334,17 @@ const Entry kTable[] = {
      if (c.has("divisor_override")) c.unsupported("divisor_override");
      check_pool_args(c);
      const Size2 kernel = pair(c, "kernel_size", 1);
-     return one(avg_pool2d(c.tensor("self"), kernel, pair(c, "stride", kernel), pair(c, "padding", 0), c.boolean("count_include_pad")));
+     return one(avg_pool2d(c.tensor("self"), kernel, pair(c, "stride", kernel), pair(c, "padding", 0),
+                           c.boolean("count_include_pad"), c.boolean("ceil_mode")));
    }},
   {"aten::avg_pool2d_backward", [](const Call& c) {
      if (c.has("divisor_override")) c.unsupported("divisor_override");
      check_pool_args(c);
      const Tensor x = c.tensor("self");
      const Size2 kernel = pair(c, "kernel_size", 1);
-     return vjp(avg_pool2d(x, kernel, pair(c, "stride", kernel), pair(c, "padding", 0), c.boolean("count_include_pad")), {x},
-                c.tensor("grad_output"));
+     return vjp(avg_pool2d(x, kernel, pair(c, "stride", kernel), pair(c, "padding", 0), c.boolean("count_include_pad"),
+                           c.boolean("ceil_mode")),
+                {x}, c.tensor("grad_output"));
    }},
   {"aten::_adaptive_avg_pool2d", [](const Call& c) {
      const std::vector<int64_t> size = c.ints("output_size");

@@ -151,14 +151,16 @@ class LayerNorm {
 /// max_pool2d as a layer (stride: the kernel size by default).
 class MaxPool2d {
  public:
-  explicit MaxPool2d(Size2 kernel_size, std::optional<Size2> stride = std::nullopt, Size2 padding = 0)
-      : kernel_size_(kernel_size), stride_(stride), padding_(padding) {}
-  Tensor operator()(const Tensor& x) const { return max_pool2d(x, kernel_size_, stride_, padding_); }
+  explicit MaxPool2d(Size2 kernel_size, std::optional<Size2> stride = std::nullopt, Size2 padding = 0,
+                     bool ceil_mode = false)
+      : kernel_size_(kernel_size), stride_(stride), padding_(padding), ceil_mode_(ceil_mode) {}
+  Tensor operator()(const Tensor& x) const { return max_pool2d(x, kernel_size_, stride_, padding_, ceil_mode_); }
 
  private:
   Size2 kernel_size_;
   std::optional<Size2> stride_;
   Size2 padding_;
+  bool ceil_mode_;
 };
 
 /// Data parallelism as PyTorch's DistributedDataParallel, over the collectives of

@@ -247,10 +247,16 @@ Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
               int64_t padding = 0, int64_t dilation = 1, int64_t groups = 1);
 /// The maximum of each window (stride: the kernel size by default; padding at most half
 /// the kernel, below every value); the gradient goes to the first maximum, as PyTorch's.
-Tensor max_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> stride = std::nullopt, Size2 padding = 0);
-/// The mean of each window, counting the zero padding unless `count_include_pad` is false.
+/// `ceil_mode`: PyTorch's, ceil((H + 2*padding - kh) / stride) + 1 rows (and likewise
+/// columns), less the last if it would start past the input; a window hanging past the
+/// padding pools what it covers.
+Tensor max_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> stride = std::nullopt, Size2 padding = 0,
+                  bool ceil_mode = false);
+/// The mean of each window, counting the zero padding unless `count_include_pad` is false;
+/// `ceil_mode` as max_pool2d's, where a window hanging past the padding divides by what it
+/// covers of the input and (when counted) the padding, as PyTorch's.
 Tensor avg_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> stride = std::nullopt, Size2 padding = 0,
-                  bool count_include_pad = true);
+                  bool count_include_pad = true, bool ceil_mode = false);
 /// The mean of each of PyTorch's adaptive windows: output element (i, j) averages rows
 /// floor(i*H/OH) to ceil((i+1)*H/OH) and likewise columns, so windows may differ in size and
 /// overlap when the output size does not divide the input's (1x1 is global average pooling).

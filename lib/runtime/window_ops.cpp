@@ -67,9 +67,50 @@ Tensor pool_view(std::string_view op, const Tensor& x, Size2 kernel, Size2 strid
   return window_view(op, x, x.dim() == 4 ? x.shape()[1] : 1, kernel, stride, padding, 1);
 }
 
-/// Per window element of a pooling of `x`: 1 inside the input, 0 in the padding.
-Tensor inside_input(std::string_view op, const Tensor& x, Size2 kernel, Size2 stride, Size2 padding) {
-  return window_view(op, ones(x.shape(), x.dtype()), x.shape()[1], kernel, stride, padding, 1);
+/// Rows (or columns) past the end of an extent `size` that a pooling in ceil mode reads: it
+/// has ceil((size + 2 pad - kernel) / stride) + 1 windows (PyTorch's pooling_output_shape),
+/// less the last if it would start past the input, where floor mode has fewer.
+int64_t ceil_extra(int64_t size, int64_t kernel, int64_t stride, int64_t pad) {
+  int64_t out = (size + 2 * pad - kernel + stride - 1) / stride + 1;
+  if ((out - 1) * stride >= size + pad) --out;
+  return std::max<int64_t>(0, (out - 1) * stride + kernel - (size + 2 * pad));
+}
+
+/// A pooling's extent past the input's end in ceil mode (0x0 in floor mode).
+Size2 ceil_extent(const Tensor& x, Size2 kernel, Size2 stride, Size2 padding, bool ceil_mode) {
+  if (!ceil_mode) return 0;
+  return {ceil_extra(x.shape()[2], kernel.h, stride.h, padding.h), ceil_extra(x.shape()[3], kernel.w, stride.w, padding.w)};
+}
+
+/// `x` ([N, C, H, W]) with `extra` rows and columns of zeros after its last (ceil mode's
+/// windows read them; a pooling masks or divides them out).
+Tensor pad_after(const Tensor& x, Size2 extra) {
+  Tensor padded = x;
+  for (const auto& [dim, pad] : {std::pair{3, extra.w}, std::pair{2, extra.h}}) {
+    if (pad == 0) continue;
+    std::vector<int64_t> edge = padded.shape();
+    edge[dim] = pad;
+    padded = cat({padded, zeros(edge, x.dtype())}, dim);
+  }
+  return padded;
+}
+
+/// Per window element of a pooling of `x`: 1 inside the input, 0 in the padding and in
+/// ceil mode's `extra` rows and columns.
+Tensor inside_input(std::string_view op, const Tensor& x, Size2 kernel, Size2 stride, Size2 padding, Size2 extra) {
+  return window_view(op, pad_after(ones(x.shape(), x.dtype()), extra), x.shape()[1], kernel, stride, padding, 1);
+}
+
+/// Per window of an average pooling that counts the padding ([OH, OW] in x's dtype): the
+/// elements it covers of the input and its padding, as PyTorch's divisor: kh*kw but where a
+/// window of ceil mode hangs past the padding.
+Tensor covered_by_window(const Tensor& x, Size2 kernel, Size2 stride, Size2 padding, int64_t oh, int64_t ow) {
+  auto along = [&](int64_t out, int64_t size, int64_t k, int64_t s, int64_t pad) {
+    const Tensor start = arange(out) * Scalar(s) - Scalar(pad);
+    return (clamp(start + Scalar(k), Scalar(std::numeric_limits<int64_t>::min()), Scalar(size + pad)) - start).to(x.dtype());
+  };
+  return unsqueeze(along(oh, x.shape()[2], kernel.h, stride.h, padding.h), 1) *
+         unsqueeze(along(ow, x.shape()[3], kernel.w, stride.w, padding.w), 0);
 }
 
 /// conv2d's own gradient rule when its stride is 1 and its padding at most the dilated
@@ -167,14 +208,16 @@ Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t
   return squeeze(conv2d(unsqueeze(x, 2), unsqueeze(weight, 2), bias, {1, stride}, {0, padding}, {1, dilation}, groups), 2);
 }
 
-Tensor max_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> stride, Size2 padding) {
+Tensor max_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> stride, Size2 padding, bool ceil_mode) {
   value_of(x, "max_pool2d");
-  if (x.dim() == 3) return squeeze(max_pool2d(unsqueeze(x, 0), kernel_size, stride, padding), 0);
+  if (x.dim() == 3) return squeeze(max_pool2d(unsqueeze(x, 0), kernel_size, stride, padding, ceil_mode), 0);
   if (x.dtype() == DType::Bool) throw Error("max_pool2d: bool inputs are not supported");
   const Size2 step = stride.value_or(kernel_size);
-  Tensor view = pool_view("max_pool2d", x, kernel_size, step, padding);
-  if (padding.h > 0 || padding.w > 0) {  // the padding is below every value, as PyTorch's
-    const Tensor inside = gt(inside_input("max_pool2d", x, kernel_size, step, padding), 0);
+  Tensor view = pool_view("max_pool2d", x, kernel_size, step, padding);  // checks x's shape first
+  const Size2 extra = ceil_extent(x, kernel_size, step, padding, ceil_mode);
+  if (extra.h > 0 || extra.w > 0) view = pool_view("max_pool2d", pad_after(x, extra), kernel_size, step, padding);
+  if (padding.h > 0 || padding.w > 0 || extra.h > 0 || extra.w > 0) {  // the padding is below every value, as PyTorch's
+    const Tensor inside = gt(inside_input("max_pool2d", x, kernel_size, step, padding, extra), 0);
     view = is_floating(x.dtype()) ? where(inside, view, -std::numeric_limits<double>::infinity())
                                   : where(inside, view, Scalar(x.dtype() == DType::Int32 ? int64_t{INT32_MIN} : INT64_MIN));
   }
@@ -185,17 +228,26 @@ Tensor max_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> strid
 }
 
 Tensor avg_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> stride, Size2 padding,
-                  bool count_include_pad) {
+                  bool count_include_pad, bool ceil_mode) {
   value_of(x, "avg_pool2d");
-  if (x.dim() == 3) return squeeze(avg_pool2d(unsqueeze(x, 0), kernel_size, stride, padding, count_include_pad), 0);
+  if (x.dim() == 3) return squeeze(avg_pool2d(unsqueeze(x, 0), kernel_size, stride, padding, count_include_pad, ceil_mode), 0);
   if (!is_floating(x.dtype())) throw Error(fmt::format("avg_pool2d: expected a float input, got {}", dtype_name(x.dtype())));
   const Size2 step = stride.value_or(kernel_size);
-  const Tensor view = pool_view("avg_pool2d", x, kernel_size, step, padding);
+  Tensor view = pool_view("avg_pool2d", x, kernel_size, step, padding);  // checks x's shape first
+  const Size2 extra = ceil_extent(x, kernel_size, step, padding, ceil_mode);
+  const bool past = extra.h > 0 || extra.w > 0;
+  if (past) view = pool_view("avg_pool2d", pad_after(x, extra), kernel_size, step, padding);
+  const int64_t oh = view.shape()[3], ow = view.shape()[4];
   const Tensor summed = sum(view, {2});
-  const Tensor count = count_include_pad || (padding.h == 0 && padding.w == 0)
-                           ? full({}, static_cast<double>(kernel_size.h * kernel_size.w), x.dtype())
-                           : sum(inside_input("avg_pool2d", x, kernel_size, step, padding), {2});
-  return reshape(summed / count, {x.shape()[0], x.shape()[1], view.shape()[3], view.shape()[4]});
+  Tensor count;
+  if (!count_include_pad && (padding.h > 0 || padding.w > 0 || past)) {
+    count = sum(inside_input("avg_pool2d", x, kernel_size, step, padding, extra), {2});
+  } else if (past) {
+    count = covered_by_window(x, kernel_size, step, padding, oh, ow);
+  } else {
+    count = full({}, static_cast<double>(kernel_size.h * kernel_size.w), x.dtype());
+  }
+  return reshape(summed / count, {x.shape()[0], x.shape()[1], oh, ow});
 }
 
 namespace {

@@ -266,6 +266,9 @@ class NnTest(Case):
         self.check(lambda t: F.max_pool2d(t, (3, 2), stride=(2, 3), padding=(1, 0), ceil_mode=True), x)
         self.check(lambda t: F.max_pool2d(t, 3, stride=2, ceil_mode=True, return_indices=True)[1], x)
         self.check(lambda t: F.avg_pool2d(t, 2), x)
+        self.check(lambda t: F.avg_pool2d(t, 3, stride=2, ceil_mode=True), x)  # a window past the input
+        self.check(lambda t: F.avg_pool2d(t, 3, stride=2, padding=1, ceil_mode=True), x)  # and past the padding
+        self.check(lambda t: F.avg_pool2d(t, 3, stride=2, padding=1, ceil_mode=True, count_include_pad=False), x)
         self.check(lambda t: F.adaptive_avg_pool2d(t, 1), x)
         self.check(lambda t: F.adaptive_avg_pool2d(t, (4, 3)), x)  # unequal, overlapping windows
         self.check(lambda t, k: F.conv1d(t, k, padding=1), rnd(2, 3, 10), rnd(4, 3, 3, seed=4))
@@ -335,6 +338,7 @@ class NnTest(Case):
             (lambda x: F.glu(x, -1), [(3, 6)]), (lambda x: x.roll(2, 0) * x, [(5, 2)]),
             (lambda x: F.interpolate(x, scale_factor=2), [(1, 2, 3, 4)]),
             (lambda x: F.max_pool2d(x, 3, stride=2, ceil_mode=True), [(1, 2, 7, 6)]),
+            (lambda x: F.avg_pool2d(x, 3, stride=2, padding=1, ceil_mode=True), [(1, 2, 8, 7)]),
             (lambda x: F.interpolate(x, size=(5, 3), mode='bilinear'), [(1, 2, 3, 4)]),
             (lambda a, b: F.smooth_l1_loss(a, b, beta=0.5), [(4, 5), (4, 5)]),
             (lambda a, b: F.smooth_l1_loss(a, b, reduction='sum'), [(4, 5), (4, 5)]),
