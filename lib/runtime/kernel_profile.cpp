@@ -36,6 +36,7 @@ KernelProfile* KernelProfile::get() {
     const char* text = std::getenv("LAZYJIT_PROFILE");
     if (text == nullptr || std::string_view(text).empty() || std::string_view(text) == "0") return static_cast<KernelProfile*>(nullptr);
     static KernelProfile instance;
+    if (std::string_view(text) == "all") instance.printed_ = SIZE_MAX;
     return &instance;
   }();
   return profile;
@@ -69,6 +70,6 @@ std::string KernelProfile::report(size_t limit) const {
   return out;
 }
 
-KernelProfile::~KernelProfile() { std::fputs(report().c_str(), stderr); }
+KernelProfile::~KernelProfile() { std::fputs(report(printed_).c_str(), stderr); }
 
 }  // namespace lazyjit::runtime

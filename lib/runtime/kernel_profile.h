@@ -1,5 +1,6 @@
 // KernelProfile: with LAZYJIT_PROFILE=1, the wall time of every kernel run, summed per kernel
-// of each graph and printed to stderr, slowest first, when the process exits.
+// of each graph and printed to stderr, slowest first, when the process exits: the slowest 40
+// kernels, or every kernel with LAZYJIT_PROFILE=all.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,9 @@ class KernelProfile {
   std::string report(size_t limit = 40) const;
 
   ~KernelProfile();
+
+ private:
+  size_t printed_ = 40;  ///< kernels in the report printed at exit
 };
 
 }  // namespace lazyjit::runtime
