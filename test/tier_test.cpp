@@ -191,6 +191,49 @@ TEST(TierZeroTest, AShortNestOfStoresRunsFlattenedInItsOrder) {
   }
 }
 
+/// An elementwise kernel over runs of n elements (KernelContext::for_runs) whose statements
+/// read the element only at its linear index (w = w - 0.5 g over rows of 3: an optimiser's
+/// update of a narrow weight) runs as one loop over [Begin, End), whatever the slice: runs
+/// cut at both ends, one element, none. One that reads the column alone (a bias broadcast
+/// down the rows) keeps its runs.
+TEST(TierZeroTest, ShortRunsReadAtTheLinearIndexRunAsOneLoop) {
+  for (const bool by_column : {false, true}) {
+    kir::Builder k;
+    const int w = k.new_buffer(DType::Float32), g = k.new_buffer(DType::Float32);
+    const kir::Id n = k.dim(k.new_dim());
+    k.loop(k.div(k.begin(), n), k.ceil_div(k.end(), n), [&](kir::Id run) {  // as KernelContext::for_runs
+      const kir::Id base = k.mul(run, n);
+      k.loop(k.max(k.sub(k.begin(), base), k.index(0)), k.min(k.sub(k.end(), base), n), [&](kir::Id j) {
+        const kir::Id at = k.add(base, j);
+        const kir::Id step = k.op(ir::OpKind::Mul, DType::Float32, {k.load(g, by_column ? j : at), k.float_constant(DType::Float32, 0.5)});
+        k.store(w, at, k.op(ir::OpKind::Sub, DType::Float32, {k.load(w, at), step}));
+      });
+    });
+    k.kernel().kind = "element";
+    k.kernel().count = k.index(1);
+    k.kernel().work = k.index(1);
+    const runtime::Tier0Kernel kernel(k.take());
+    EXPECT_EQ(kernel.shape().flattened, by_column ? 0 : 1);
+    struct Slice {
+      int64_t n, begin, end;
+    };
+    for (const Slice& s : {Slice{3, 0, 21}, Slice{3, 2, 20}, Slice{3, 4, 5}, Slice{1, 0, 21}, Slice{3, 7, 7}, Slice{21, 5, 17}}) {
+      std::vector<float> weights(21), grads(21);
+      for (size_t i = 0; i < 21; ++i) {
+        weights[i] = static_cast<float>(i);
+        grads[i] = 0.25f * static_cast<float>(i) + 1.0f;
+      }
+      void* args[] = {weights.data(), grads.data()};
+      ASSERT_EQ(kernel.run(args, &s.n, s.begin, s.end), 0);
+      for (int64_t i = 0; i < 21; ++i) {
+        const float read = grads[static_cast<size_t>(by_column ? i % s.n : i)];
+        const float want = i >= s.begin && i < s.end ? static_cast<float>(i) - read * 0.5f : static_cast<float>(i);
+        ASSERT_EQ(weights[static_cast<size_t>(i)], want) << "runs of " << s.n << ", slice " << s.begin << ".." << s.end << ", " << i;
+      }
+    }
+  }
+}
+
 /// A short nest that reads what it stores (an optimiser's update in a matmul's epilogue:
 /// w[i] = w[i] - g[i]) is not flattened: the loop that reads the element it stores runs
 /// whole blocks only while its offset steps by one.

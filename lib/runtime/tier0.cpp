@@ -177,7 +177,9 @@ class CopyNests {
 /// a buffer the nest stores to. A pack of a stored operand is a copy nest (CopyNests) and is
 /// left to run as copies. A short nest of stores under a loop that is not longer (a
 /// product's epilogue, NR columns for each of MR rows) is flattened instead: one loop over
-/// both, in the nest's own order, one block where there were MR.
+/// both, in the nest's own order, one block where there were MR. So is an elementwise
+/// kernel's slice in runs (KernelContext::for_runs) that reads its elements at their linear
+/// index alone: one loop over the slice, however short its rows.
 class NestInverter {
  public:
   /// Inner loops of at most this many iterations under a longer loop are inverted.
@@ -194,6 +196,9 @@ class NestInverter {
     for (Stmt& s : body) {
       if (s.kind != Stmt::Kind::For || nests_.is_copy_nest(s)) {  // a copy nest runs as copies instead
         out.push_back(std::move(s));
+      } else if (linear_runs(s)) {
+        out.push_back(linearised(std::move(s)));
+        ++flattened_;
       } else if (flattenable(s)) {
         out.push_back(flattened(std::move(s)));
         ++flattened_;
@@ -253,6 +258,102 @@ class NestInverter {
     inner.body.push_back(std::move(outer));
     strips.body.push_back(std::move(inner));
     return strips;
+  }
+
+  /// Whether `e` is Index expression `a op b`.
+  bool is(Id e, kir::IndexOp op, Id a, Id b) const {
+    const Expr& x = k_.exprs[e];
+    return x.kind == ExprKind::Index && static_cast<kir::IndexOp>(x.op) == op && x.operands[0] == a && x.operands[1] == b;
+  }
+  bool is_kind(Id e, ExprKind kind) const { return k_.exprs[e].kind == kind; }
+  bool is_index(Id e, int64_t value) const {
+    return k_.exprs[e].kind == ExprKind::Const && k_.exprs[e].dtype == DType::Int64 && k_.exprs[e].bits == value;
+  }
+
+  /// Whether `nest` is the slice [Begin, End) in runs of n elements
+  /// (KernelContext::for_runs: `for run in [Begin / n, ceil(End / n)): for j in [max(Begin -
+  /// run n, 0), min(End - run n, n))`) whose statements read run and j only through it: an
+  /// elementwise kernel whose operands are all read at the linear index. Its iterations are
+  /// then the elements Begin to End in order, one long loop for tier 0 however short the runs
+  /// (a weight's update over rows of 10 ran in blocks of 10).
+  bool linear_runs(const Stmt& nest) const {
+    if (nest.body.size() != 1 || nest.body[0].kind != Stmt::Kind::For) return false;
+    const Stmt& inner = nest.body[0];
+    if (!innermost(inner)) return false;
+    // inner.hi = min(End - base, n), base = run * n.
+    const Expr& hi = k_.exprs[inner.hi];
+    if (hi.kind != ExprKind::Index || static_cast<kir::IndexOp>(hi.op) != kir::IndexOp::Min) return false;
+    const Id left = hi.operands[0], n = hi.operands[1];
+    const Expr& l = k_.exprs[left];
+    if (l.kind != ExprKind::Index || static_cast<kir::IndexOp>(l.op) != kir::IndexOp::Sub || !is_kind(l.operands[0], ExprKind::End)) {
+      return false;
+    }
+    const Id end = l.operands[0], base = l.operands[1];
+    const Expr& b = k_.exprs[base];
+    if (b.kind != ExprKind::Index || static_cast<kir::IndexOp>(b.op) != kir::IndexOp::Mul || b.operands[1] != n) return false;
+    const Id run = b.operands[0];
+    if (!is_kind(run, ExprKind::Var) || k_.exprs[run].slot != nest.slot) return false;
+    // inner.lo = max(Begin - base, 0); nest = [Begin / n, (End + n - 1) / n).
+    const Expr& lo = k_.exprs[inner.lo];
+    if (lo.kind != ExprKind::Index || static_cast<kir::IndexOp>(lo.op) != kir::IndexOp::Max || !is_index(lo.operands[1], 0)) {
+      return false;
+    }
+    const Expr& from = k_.exprs[lo.operands[0]];
+    if (from.kind != ExprKind::Index || static_cast<kir::IndexOp>(from.op) != kir::IndexOp::Sub || from.operands[1] != base ||
+        !is_kind(from.operands[0], ExprKind::Begin)) {
+      return false;
+    }
+    const Id begin = from.operands[0];
+    if (!is(nest.lo, kir::IndexOp::Div, begin, n)) return false;
+    const Expr& up = k_.exprs[nest.hi];
+    if (up.kind != ExprKind::Index || static_cast<kir::IndexOp>(up.op) != kir::IndexOp::Div || up.operands[1] != n) return false;
+    const Expr& sum = k_.exprs[up.operands[0]];
+    if (sum.kind != ExprKind::Index || static_cast<kir::IndexOp>(sum.op) != kir::IndexOp::Add || sum.operands[0] != end) {
+      return false;
+    }
+    const Id less = sum.operands[1];  // n - 1, folded when n is a constant
+    const std::optional<int64_t> n_value = k_.exprs[n].kind == ExprKind::Const ? std::optional(k_.exprs[n].bits) : std::nullopt;
+    const bool n_minus_one = (k_.exprs[less].kind == ExprKind::Index && static_cast<kir::IndexOp>(k_.exprs[less].op) == kir::IndexOp::Sub &&
+                              k_.exprs[less].operands[0] == n && is_index(k_.exprs[less].operands[1], 1)) ||
+                             (n_value && is_index(less, *n_value - 1));
+    if (!n_minus_one) return false;
+    // The statements read run and j only through run * n + j.
+    Id j = kir::kNone;
+    for (size_t e = 0; e < k_.exprs.size(); ++e) {
+      if (k_.exprs[e].kind == ExprKind::Var && k_.exprs[e].slot == inner.slot) j = static_cast<Id>(e);
+    }
+    if (j == kir::kNone) return false;
+    Id linear = kir::kNone;
+    for (size_t e = 0; e < k_.exprs.size(); ++e) {
+      if (is(static_cast<Id>(e), kir::IndexOp::Add, base, j)) linear = static_cast<Id>(e);
+    }
+    if (linear == kir::kNone) return false;
+    std::vector<char> seen(k_.exprs.size(), 0);
+    bool other_use = false;
+    auto visit = [&](auto&& self, Id e) -> void {
+      if (other_use || e == linear || seen[e]) return;
+      seen[e] = 1;
+      if (e == run || e == j) {
+        other_use = true;
+        return;
+      }
+      for (Id o : k_.exprs[e].operands) self(self, o);
+    };
+    std::vector<Id> uses;
+    subtree_uses(inner.body, uses);
+    for (Id e : uses) visit(visit, e);
+    return !other_use;
+  }
+
+  /// `nest` (linear_runs) as `for w in [Begin, End)` over its statements, with run * n + j
+  /// replaced by w: run becomes 0 and j becomes w, which the builder folds to w.
+  Stmt linearised(Stmt nest) {
+    Stmt inner = std::move(nest.body[0]);
+    const auto [slot, w] = b_.new_var();
+    b_.substitute(inner.body, {{nest.slot, b_.index(0)}, {inner.slot, w}});
+    Stmt flat{.kind = Stmt::Kind::For, .slot = slot, .lo = b_.begin(), .hi = b_.end()};
+    flat.body = std::move(inner.body);
+    return flat;
   }
 
   /// Whether `nest` is a loop whose body is one short innermost loop of stores (a matmul's
