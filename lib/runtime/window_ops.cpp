@@ -4,6 +4,8 @@
 // packs, and applies the bias as its epilogue), a pooling a fold over the window dim.
 #include <cmath>
 #include <limits>
+#include <tuple>
+#include <vector>
 
 #include "fmt/format.h"
 #include "ir/structured.h"
@@ -45,15 +47,23 @@ Tensor window_view(std::string_view op, const Tensor& x, int64_t groups, Size2 k
                               {groups, kernel.h, kernel.w, stride.h, stride.w, padding.h, padding.w, dilation.h, dilation.w})));
 }
 
-/// `x` ([N, C, H, W]) with `padding` rows and columns of zeros on each side.
-Tensor zero_pad(const Tensor& x, Size2 padding) {
+/// `x` ([N, C, H, W]) with rows and columns of zeros: `before` ahead of its first, `after`
+/// past its last.
+Tensor zero_pad(const Tensor& x, Size2 before, Size2 after) {
   Tensor padded = x;
-  for (const auto& [dim, pad] : {std::pair{3, padding.w}, std::pair{2, padding.h}}) {
-    if (pad == 0) continue;
-    std::vector<int64_t> edge = padded.shape();
-    edge[dim] = pad;
-    const Tensor zero = zeros(edge, x.dtype());
-    padded = cat({zero, padded, zero}, dim);
+  for (const auto& [dim, ahead, behind] : {std::tuple{3, before.w, after.w}, std::tuple{2, before.h, after.h}}) {
+    auto zero = [&](int64_t n) {
+      std::vector<int64_t> edge = padded.shape();
+      edge[dim] = n;
+      return zeros(edge, x.dtype());
+    };
+    const Tensor first = ahead > 0 ? zero(ahead) : Tensor();
+    const Tensor last = behind == ahead ? first : behind > 0 ? zero(behind) : Tensor();
+    std::vector<Tensor> parts;
+    if (first.defined()) parts.push_back(first);
+    parts.push_back(padded);
+    if (last.defined()) parts.push_back(last);
+    if (parts.size() > 1) padded = cat(parts, dim);
   }
   return padded;
 }
@@ -84,16 +94,7 @@ Size2 ceil_extent(const Tensor& x, Size2 kernel, Size2 stride, Size2 padding, bo
 
 /// `x` ([N, C, H, W]) with `extra` rows and columns of zeros after its last (ceil mode's
 /// windows read them; a pooling masks or divides them out).
-Tensor pad_after(const Tensor& x, Size2 extra) {
-  Tensor padded = x;
-  for (const auto& [dim, pad] : {std::pair{3, extra.w}, std::pair{2, extra.h}}) {
-    if (pad == 0) continue;
-    std::vector<int64_t> edge = padded.shape();
-    edge[dim] = pad;
-    padded = cat({padded, zeros(edge, x.dtype())}, dim);
-  }
-  return padded;
-}
+Tensor pad_after(const Tensor& x, Size2 extra) { return zero_pad(x, 0, extra); }
 
 /// Per window element of a pooling of `x`: 1 inside the input, 0 in the padding and in
 /// ceil mode's `extra` rows and columns.
@@ -183,7 +184,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 s
   // The padding stored once, so that the product reads the window in place (unpadded, its
   // rows are runs of the input at unit stride when the stride is 1).
   check_window_args("conv2d", stride, padding, dilation);
-  const Tensor view = window_view("conv2d", zero_pad(x, padding), groups, kernel, stride, 0, dilation);
+  const Tensor view = window_view("conv2d", zero_pad(x, padding, padding), groups, kernel, stride, 0, dilation);
   const int64_t oh = view.shape()[3], ow = view.shape()[4];
   // [groups, O/groups, C/groups * kh*kw] @ [N, OH, groups, C/groups * kh*kw, OW]: a product per
   // output row, whose columns (ow) read the input at unit stride when the stride is 1; the
