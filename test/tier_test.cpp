@@ -234,6 +234,43 @@ TEST(TierZeroTest, ShortRunsReadAtTheLinearIndexRunAsOneLoop) {
   }
 }
 
+/// A copy loop: an innermost loop of copies under a loop whose offsets are not affine (the
+/// heads of attention put back together: out[(r % 3) * 4 * n + (r / 3) * n + j] = in[r * n +
+/// j], a run of n per row r). Tier 0 runs each run as one copy, for any slice of the rows.
+TEST(TierZeroTest, AnInnermostLoopOfCopiesRunsAsCopies) {
+  kir::Builder k;
+  const int in = k.new_buffer(DType::Float32), out = k.new_buffer(DType::Float32), fill = k.new_buffer(DType::Float32);
+  const kir::Id n = k.dim(k.new_dim());
+  k.loop(k.begin(), k.end(), [&](kir::Id r) {
+    const kir::Id to_row = k.add(k.mul(k.mul(k.rem(r, k.index(3)), k.index(4)), n), k.mul(k.div(r, k.index(3)), n));
+    k.loop(k.index(0), n, [&](kir::Id j) {
+      k.store(out, k.add(to_row, j), k.load(in, k.add(k.mul(r, n), j)));
+      k.store(fill, k.add(k.mul(r, n), j), k.float_constant(DType::Float32, 2.5));
+    });
+  });
+  k.kernel().kind = "row";
+  k.kernel().count = k.index(12);
+  k.kernel().work = n;
+  const runtime::Tier0Kernel kernel(k.take());
+  EXPECT_EQ(kernel.shape().copies, 2);
+  for (const int64_t width : {int64_t{5}, int64_t{1}, int64_t{0}}) {
+    for (const auto& [begin, end] : std::vector<std::pair<int64_t, int64_t>>{{0, 12}, {4, 9}, {7, 7}}) {
+      std::vector<float> x(static_cast<size_t>(12 * width)), y(x.size(), -1.0f), filled(x.size(), -1.0f);
+      for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i);
+      void* args[] = {x.data(), y.data(), filled.data()};
+      ASSERT_EQ(kernel.run(args, &width, begin, end), 0);
+      for (int64_t r = 0; r < 12; ++r) {
+        for (int64_t j = 0; j < width; ++j) {
+          const bool ran = r >= begin && r < end;
+          const size_t to = static_cast<size_t>((r % 3) * 4 * width + (r / 3) * width + j), at = static_cast<size_t>(r * width + j);
+          EXPECT_EQ(y[to], ran ? x[at] : -1.0f) << width << " " << begin << ".." << end << ": row " << r << " " << j;
+          EXPECT_EQ(filled[at], ran ? 2.5f : -1.0f);
+        }
+      }
+    }
+  }
+}
+
 /// A short nest that reads what it stores (an optimiser's update in a matmul's epilogue:
 /// w[i] = w[i] - g[i]) is not flattened: the loop that reads the element it stores runs
 /// whole blocks only while its offset steps by one.

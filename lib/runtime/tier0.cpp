@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <span>
 
 #include "lowering/internal_error.h"
 #include "runtime/tier0_program.h"
@@ -116,28 +117,46 @@ class CopyNests {
     if (nest.kind != Stmt::Kind::For || nest.body.empty()) return false;
     uint64_t stored = 0, read = loads_[nest.lo] | loads_[nest.hi];
     for (const Stmt& inner : nest.body) {
-      if (inner.kind != Stmt::Kind::For || inner.body.empty()) return false;
+      if (inner.kind != Stmt::Kind::For) return false;
       if (((vars_[inner.lo] | vars_[inner.hi]) & bit(nest.slot)) != 0) return false;
       read |= loads_[inner.lo] | loads_[inner.hi];
-      const uint64_t both = bit(nest.slot) | bit(inner.slot);
-      for (const Stmt& t : inner.body) {
-        if (t.kind != Stmt::Kind::Store) return false;
-        for (size_t i = 0; i < t.values.size(); ++i) {
-          const Expr& value = k_.exprs[t.values[i]];
-          if (value.dtype == DType::Bool || loads_[t.offsets[i]] != 0 || !affine(t.offsets[i], nest.slot, inner.slot)) {
-            return false;
-          }
-          if (value.kind == ExprKind::Load || (value.kind == ExprKind::Local && !value.operands.empty())) {
-            if (!affine(value.operands[0], nest.slot, inner.slot)) return false;
-          } else if ((vars_[t.values[i]] & both) != 0) {
-            return false;
-          }
-          stored |= bit(t.buffers[i]);
-          read |= loads_[t.values[i]] | loads_[t.offsets[i]];
-        }
-      }
+      if (!copies(inner, nest.slot, stored, read)) return false;
     }
     return (stored & read) == 0;  // locals: a nest of stores writes none
+  }
+
+  /// A copy loop: one loop that only copies as a copy nest's inner loops do (offsets affine
+  /// in its variable), reading nothing it stores. Tier 0 runs it as one strided copy per
+  /// store: an innermost loop under a loop whose offsets are not affine (the heads of
+  /// attention put back together: a short run per head and row) pays no block per run.
+  bool is_copy_loop(const Stmt& loop) const {
+    if (loop.kind != Stmt::Kind::For) return false;
+    uint64_t stored = 0, read = loads_[loop.lo] | loads_[loop.hi];
+    return copies(loop, loop.slot, stored, read) && (stored & read) == 0;
+  }
+
+  /// Whether `loop` (of variable v, in a nest of outer variable u, or u = v) holds stores
+  /// only, each value a load at an offset affine in u and v (or invariant in both), not bool,
+  /// at an offset affine in u and v that reads no data; adds what they store and read.
+  bool copies(const Stmt& loop, int u, uint64_t& stored, uint64_t& read) const {
+    if (loop.body.empty()) return false;
+    const int v = loop.slot;
+    const uint64_t both = bit(u) | bit(v);
+    for (const Stmt& t : loop.body) {
+      if (t.kind != Stmt::Kind::Store) return false;
+      for (size_t i = 0; i < t.values.size(); ++i) {
+        const Expr& value = k_.exprs[t.values[i]];
+        if (value.dtype == DType::Bool || loads_[t.offsets[i]] != 0 || !affine(t.offsets[i], u, v)) return false;
+        if (value.kind == ExprKind::Load || (value.kind == ExprKind::Local && !value.operands.empty())) {
+          if (!affine(value.operands[0], u, v)) return false;
+        } else if ((vars_[t.values[i]] & both) != 0) {
+          return false;
+        }
+        stored |= bit(t.buffers[i]);
+        read |= loads_[t.values[i]] | loads_[t.offsets[i]];
+      }
+    }
+    return true;
   }
 
   /// Whether index expression `e` is affine in loop variables u and v (slots).
@@ -658,7 +677,9 @@ int Program::build_block_loop(const Stmt& s, int depth, const std::vector<bool>&
 }
 
 int Program::build_copy_nest(const Stmt& nest, Step& step, std::vector<bool>& computed) {
-  tier0::CopyNest copy{.outer = nest.slot};
+  // A copy loop (CopyNests::is_copy_loop) is its own one inner loop.
+  const bool single = !nest.body.empty() && nest.body[0].kind != Stmt::Kind::For;
+  tier0::CopyNest copy{.outer = nest.slot, .single = single};
   std::vector<Id> invariants;
   // The largest parts of an offset that are invariant in the nest: in registers before it.
   auto invariant_parts = [&](auto&& self, Id e, uint64_t both) -> void {
@@ -668,7 +689,7 @@ int Program::build_copy_nest(const Stmt& nest, Step& step, std::vector<bool>& co
       for (Id o : k.exprs[e].operands) self(self, o, both);
     }
   };
-  for (const Stmt& loop : nest.body) {
+  for (const Stmt& loop : single ? std::span<const Stmt>(&nest, 1) : std::span<const Stmt>(nest.body)) {
     tier0::CopyNest::Inner inner{.lo = loop.lo, .hi = loop.hi, .var = loop.slot};
     invariants.push_back(loop.lo);
     invariants.push_back(loop.hi);
@@ -712,7 +733,7 @@ Tier0Kernel::Tier0Kernel(const kir::Kernel& kernel) {
   p->vars = nests.vars();
   auto find_copy_nests = [&](auto&& self, const std::vector<Stmt>& stmts) -> void {
     for (const Stmt& s : stmts) {
-      if (nests.is_copy_nest(s)) p->copy_nest_stmts.push_back(&s);
+      if (nests.is_copy_nest(s) || (innermost(s) && nests.is_copy_loop(s))) p->copy_nest_stmts.push_back(&s);
       else if (s.kind == Stmt::Kind::For) self(self, s.body);
     }
   };

@@ -285,26 +285,31 @@ class Runner {
   }
 
   /// A copy nest over outer iterations [lo, hi): each store of each inner loop in turn, over
-  /// the whole nest.
+  /// the whole nest. A copy loop (single) is one row: its own iterations [lo, hi).
   int32_t copy_nest(const tier0::CopyNest& nest, int64_t lo, int64_t hi) {
     if (lo >= hi) return 0;
-    const int64_t rows = hi - lo;
+    const int64_t rows = nest.single ? 1 : hi - lo;
+    // In a copy loop the variable is the inner one: linear() puts it in su, moved to sv.
+    auto linear_in = [&](Id e, const tier0::CopyNest::Inner& inner) {
+      const Linear l = linear(e, nest.outer, inner.var);
+      return nest.single ? Linear{l.c, 0, l.su} : l;
+    };
     for (const tier0::CopyNest::Inner& inner : nest.inners) {
-      const int64_t first = f_.index(inner.lo), n = f_.index(inner.hi) - first;
+      const int64_t first = nest.single ? lo : f_.index(inner.lo), n = (nest.single ? hi : f_.index(inner.hi)) - first;
       if (n <= 0) continue;
       auto at = [&](const Linear& l) {
         return static_cast<int64_t>(l.c + l.su * static_cast<uint64_t>(lo) + l.sv * static_cast<uint64_t>(first));
       };
       for (const tier0::CopyNest::Copy& c : inner.copies) {
         const int64_t size = dtype_size(k_.buffers[c.to].dtype);
-        const Linear to = linear(c.to_offset, nest.outer, inner.var);
+        const Linear to = linear_in(c.to_offset, inner);
         std::byte* out = f_.buffer(c.to) + at(to) * size;
         const auto to_row = static_cast<int64_t>(to.su), to_col = static_cast<int64_t>(to.sv);
         if (c.from < 0) {
           by_size<Fill2d>(size, out, to_row, to_col, static_cast<const void*>(f_.reg(c.value)), rows, n);
           continue;
         }
-        const Linear from = linear(c.from_offset, nest.outer, inner.var);
+        const Linear from = linear_in(c.from_offset, inner);
         const std::byte* in = (c.from_local ? f_.local(c.from) : f_.buffer(c.from)) + at(from) * size;
         by_size<Copy2d>(size, out, to_row, to_col, in, static_cast<int64_t>(from.su), static_cast<int64_t>(from.sv), rows, n);
       }
