@@ -337,50 +337,30 @@ void check_pool_args(const Call& c) {
   if (c.has("dilation") && (pair(c, "dilation", 1).h != 1 || pair(c, "dilation", 1).w != 1)) c.unsupported("dilated pooling");
 }
 
-namespace {
-
-/// Extra rows (or columns) of -inf after `size` that make a floor-mode pooling as long as
-/// PyTorch's ceil mode: ceil((size + 2 pad - kernel) / stride) + 1 windows, less the last one
-/// if it would start past the input and its left padding.
-int64_t ceil_extra(int64_t size, int64_t kernel, int64_t stride, int64_t pad) {
-  int64_t out = (size + 2 * pad - kernel + stride - 1) / stride + 1;
-  if ((out - 1) * stride >= size + pad) --out;
-  return std::max<int64_t>(0, (out - 1) * stride + kernel - (size + 2 * pad));
-}
-
-/// `x` ([.., H, W]) with -inf rows and columns after its last, for max pooling in ceil mode.
-Tensor ceil_padded(const Call& c, const Tensor& x) {
-  if (!c.has("ceil_mode") || !c.boolean("ceil_mode")) return x;
-  const Size2 kernel = pair(c, "kernel_size", 1), stride = pair(c, "stride", kernel), padding = pair(c, "padding", 0);
-  Tensor padded = x;
-  const int64_t extra[2] = {ceil_extra(x.shape()[x.dim() - 2], kernel.h, stride.h, padding.h),
-                            ceil_extra(x.shape()[x.dim() - 1], kernel.w, stride.w, padding.w)};
-  for (int d = 0; d < 2; ++d) {
-    if (extra[d] == 0) continue;
-    std::vector<int64_t> shape = padded.shape();
-    shape[shape.size() - 2 + d] = extra[d];
-    padded = cat({padded, full(shape, -std::numeric_limits<double>::infinity(), x.dtype())}, x.dim() - 2 + d);
-  }
-  return padded;
-}
-
-}  // namespace
-
 Tensor max_pool(const Call& c, const Tensor& self) {
   check_pool_args(c);
   const Size2 kernel = pair(c, "kernel_size", 1);
   return max_pool2d(self, kernel, pair(c, "stride", kernel), pair(c, "padding", 0), c.has("ceil_mode") && c.boolean("ceil_mode"));
 }
 
-/// The flat index (into H*W) of each window's first maximum, as max_pool2d_with_indices.
-Tensor max_pool_indices(const Call& c, const Tensor& self) {
+/// The flat index (into H*W) of each window's first maximum, as max_pool2d_with_indices;
+/// `pooled` is max_pool's result, whose shape (ceil mode's included) gives the windows.
+Tensor max_pool_indices(const Call& c, const Tensor& self, const Tensor& pooled) {
   const Size2 kernel = pair(c, "kernel_size", 1), stride = pair(c, "stride", kernel), padding = pair(c, "padding", 0);
   if (padding.h != 0 || padding.w != 0) c.unsupported("indices of a padded max_pool2d");
-  const Tensor x = ceil_padded(c, self);  // -inf: never a window's first maximum
+  const int64_t oh = pooled.shape()[pooled.dim() - 2], ow = pooled.shape().back();
+  // Ceil mode's last windows read past the input: -inf there, never a window's first maximum.
+  Tensor x = self;
+  const int64_t past[2] = {(oh - 1) * stride.h + kernel.h - x.shape()[x.dim() - 2], (ow - 1) * stride.w + kernel.w - x.shape().back()};
+  for (int d = 0; d < 2; ++d) {
+    if (past[d] <= 0) continue;
+    std::vector<int64_t> shape = x.shape();
+    shape[shape.size() - 2 + d] = past[d];
+    x = cat({x, full(shape, -std::numeric_limits<double>::infinity(), x.dtype())}, x.dim() - 2 + d);
+  }
   const Tensor x4 = x.dim() == 3 ? unsqueeze(x, 0) : x;
   const std::vector<int64_t> s = x4.shape();
-  const int64_t n = s[0], ch = s[1], h = s[2], w = s[3];
-  const int64_t oh = (h - kernel.h) / stride.h + 1, ow = (w - kernel.w) / stride.w + 1;
+  const int64_t n = s[0], ch = s[1];
   const Tensor windows = reshape(unfold(x4, kernel, 1, 0, stride), {n, ch, kernel.h * kernel.w, oh, ow});
   const Tensor k = argmax(windows, 2);  // [n, ch, oh, ow]
   const Tensor row = reshape(arange(oh) * Scalar(stride.h), {oh, 1}) + floor_divide(k, Scalar(kernel.w));

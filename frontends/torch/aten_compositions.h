@@ -72,7 +72,7 @@ Results convolution_backward(const Call& c);
 void check_pool_args(const Call& c);
 Tensor max_pool(const Call& c, const Tensor& self);
 /// The flat index (into H*W) of each window's first maximum, as max_pool2d_with_indices.
-Tensor max_pool_indices(const Call& c, const Tensor& x);
+Tensor max_pool_indices(const Call& c, const Tensor& x, const Tensor& pooled);
 Results embedding_dense_backward(const Call& c);
 Results native_layer_norm(const Call& c);
 Results native_layer_norm_backward(const Call& c);

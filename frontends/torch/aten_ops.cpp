@@ -324,7 +324,8 @@ const Entry kTable[] = {
      const Tensor x = c.tensor("self");
      // Indices that only the backward op reads (it finds the first maximum itself) are never computed.
      const bool unread = c.output_read_only_by(1, "aten::max_pool2d_with_indices_backward");
-     return Results{max_pool(c, x), unread ? zeros(max_pool(c, x).shape(), DType::Int64) : max_pool_indices(c, x)};
+     const Tensor pooled = max_pool(c, x);
+     return Results{pooled, unread ? zeros(pooled.shape(), DType::Int64) : max_pool_indices(c, x, pooled)};
    }},
   {"aten::max_pool2d_with_indices_backward", [](const Call& c) {
      const Tensor x = c.tensor("self");

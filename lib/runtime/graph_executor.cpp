@@ -135,7 +135,7 @@ std::shared_ptr<const codegen::CompiledGraph> GraphExecutor::compiled(const ir::
     return run_with_stack(kCompileThreadStackBytes, [&] {
       if (plan == nullptr) plan = plan_of(graph);
       return graph_compiler_.compile(graph, *plan, aliases, key, [this](size_t count, auto task) {
-        compile_on_runtime_threads(count, task);
+        on_runtime_threads(kKernelCompileStackBytes, count, task);
       });
     });
   });
@@ -153,18 +153,18 @@ std::shared_ptr<const Tier0Graph> GraphExecutor::interpreted(const ir::Graph& gr
     Clock::time_point start;  // after planning, which plan_ns counts
     // Each kernel's IR is built, and then made ready for tier 0, as a task on the runtime's
     // threads: the user waits for this graph, and under auto no compile runs yet.
-    auto on_runtime_threads = [this](size_t count, absl::FunctionRef<void(size_t)> task) {
-      executor_.for_each(count, [&](size_t i) { run_with_stack(kLowerStackBytes, [&] { task(i); }); });
+    auto lower_on_runtime_threads = [this](size_t count, absl::FunctionRef<void(size_t)> task) {
+      on_runtime_threads(kLowerStackBytes, count, task);
     };
     absl::StatusOr<GraphCompiler::Lowered> lowered = run_with_stack(kLowerStackBytes, [&] {
       if (plan == nullptr) plan = plan_of(graph);
       start = Clock::now();
-      return graph_compiler_.lower(graph, *plan, aliases, key, on_runtime_threads);
+      return graph_compiler_.lower(graph, *plan, aliases, key, lower_on_runtime_threads);
     });
     if (!lowered.ok()) return lowered.status();
     const std::vector<lowering::LoweredKernel>& kernels = lowered->graph.kernels;
     std::vector<std::optional<Tier0Kernel>> prepared(kernels.size());
-    on_runtime_threads(kernels.size(), [&](size_t k) { prepared[k].emplace(kernels[k].kir); });
+    lower_on_runtime_threads(kernels.size(), [&](size_t k) { prepared[k].emplace(kernels[k].kir); });
     auto code = std::make_shared<Tier0Graph>();
     code->plan = lowered->graph.plan;
     for (size_t k = 0; k < kernels.size(); ++k) {
@@ -185,8 +185,8 @@ std::shared_ptr<const Tier0Graph> GraphExecutor::interpreted(const ir::Graph& gr
   return *std::move(result);
 }
 
-void GraphExecutor::compile_on_runtime_threads(size_t count, absl::FunctionRef<void(size_t)> task) const {
-  executor_.for_each(count, [&](size_t i) { with_compile_stack(task, i); });
+void GraphExecutor::on_runtime_threads(size_t stack_bytes, size_t count, absl::FunctionRef<void(size_t)> task) const {
+  executor_.for_each(count, [&](size_t i) { run_with_stack(stack_bytes, [&] { task(i); }); });
 }
 
 void GraphExecutor::compile_in_background(const ir::Hash128& key, std::shared_ptr<GraphCompiler::Lowered> job) {

@@ -109,8 +109,10 @@ class GraphExecutor {
   std::shared_ptr<const Tier0Graph> interpreted(const ir::Graph& graph, std::shared_ptr<const lowering::KernelPlan> plan,
                                                 std::span<const lowering::Alias> aliases, const ir::Hash128& key,
                                                 bool compile_in_background);
-  /// Compiles the kernels of a compile the user waits for: as tasks on the runtime's threads.
-  void compile_on_runtime_threads(size_t count, absl::FunctionRef<void(size_t)> task) const;
+  /// Work on a graph the user waits for (lowering, readying for tier 0, compiling its
+  /// kernels): `task(i)` for i in [0, count) as tasks on the runtime's threads, each with
+  /// `stack_bytes` of stack (run_with_stack).
+  void on_runtime_threads(size_t stack_bytes, size_t count, absl::FunctionRef<void(size_t)> task) const;
   /// Queues `job`, the lowered graph of cache key `key`, to the background compiler; its
   /// compiled form lands in the compile cache.
   void compile_in_background(const ir::Hash128& key, std::shared_ptr<GraphCompiler::Lowered> job);

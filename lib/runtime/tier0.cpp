@@ -279,81 +279,55 @@ class NestInverter {
     return strips;
   }
 
-  /// Whether `e` is Index expression `a op b`.
-  bool is(Id e, kir::IndexOp op, Id a, Id b) const {
+  /// The operands of `e` when it is Index expression `op`.
+  std::optional<std::pair<Id, Id>> operands(Id e, kir::IndexOp op) const {
     const Expr& x = k_.exprs[e];
-    return x.kind == ExprKind::Index && static_cast<kir::IndexOp>(x.op) == op && x.operands[0] == a && x.operands[1] == b;
+    if (x.kind != ExprKind::Index || static_cast<kir::IndexOp>(x.op) != op) return std::nullopt;
+    return std::pair{x.operands[0], x.operands[1]};
   }
-  bool is_kind(Id e, ExprKind kind) const { return k_.exprs[e].kind == kind; }
-  bool is_index(Id e, int64_t value) const {
-    return k_.exprs[e].kind == ExprKind::Const && k_.exprs[e].dtype == DType::Int64 && k_.exprs[e].bits == value;
-  }
+  bool is(Id e, ExprKind kind) const { return k_.exprs[e].kind == kind; }
+  bool is_index(Id e, int64_t value) const { return is(e, ExprKind::Const) && k_.exprs[e].bits == value; }
 
   /// Whether `nest` is the slice [Begin, End) in runs of n elements
-  /// (KernelContext::for_runs: `for run in [Begin / n, ceil(End / n)): for j in [max(Begin -
-  /// run n, 0), min(End - run n, n))`) whose statements read run and j only through it: an
-  /// elementwise kernel whose operands are all read at the linear index. Its iterations are
-  /// then the elements Begin to End in order, one long loop for tier 0 however short the runs
-  /// (a weight's update over rows of 10 ran in blocks of 10).
+  /// (KernelContext::for_runs: `for run in [Begin / n, (End + n - 1) / n): for j in
+  /// [max(Begin - run n, 0), min(End - run n, n))`) whose statements read run and j only
+  /// through run n + j: an elementwise kernel whose operands are all read at the linear index.
+  /// Its iterations are then the elements Begin to End in order, one long loop for tier 0
+  /// however short the runs (a weight's update over rows of 10 ran in blocks of 10).
   bool linear_runs(const Stmt& nest) const {
-    if (nest.body.size() != 1 || nest.body[0].kind != Stmt::Kind::For) return false;
+    if (nest.body.size() != 1 || nest.body[0].kind != Stmt::Kind::For || !innermost(nest.body[0])) return false;
     const Stmt& inner = nest.body[0];
-    if (!innermost(inner)) return false;
-    // inner.hi = min(End - base, n), base = run * n.
-    const Expr& hi = k_.exprs[inner.hi];
-    if (hi.kind != ExprKind::Index || static_cast<kir::IndexOp>(hi.op) != kir::IndexOp::Min) return false;
-    const Id left = hi.operands[0], n = hi.operands[1];
-    const Expr& l = k_.exprs[left];
-    if (l.kind != ExprKind::Index || static_cast<kir::IndexOp>(l.op) != kir::IndexOp::Sub || !is_kind(l.operands[0], ExprKind::End)) {
+    const auto hi = operands(inner.hi, kir::IndexOp::Min);                      // min(End - base, n)
+    const auto left = hi ? operands(hi->first, kir::IndexOp::Sub) : std::nullopt;  // End - base
+    if (!left || !is(left->first, ExprKind::End)) return false;
+    const Id n = hi->second, end = left->first, base = left->second;
+    const auto product = operands(base, kir::IndexOp::Mul);  // run * n
+    if (!product || product->second != n || !is(product->first, ExprKind::Var) || k_.exprs[product->first].slot != nest.slot) {
       return false;
     }
-    const Id end = l.operands[0], base = l.operands[1];
-    const Expr& b = k_.exprs[base];
-    if (b.kind != ExprKind::Index || static_cast<kir::IndexOp>(b.op) != kir::IndexOp::Mul || b.operands[1] != n) return false;
-    const Id run = b.operands[0];
-    if (!is_kind(run, ExprKind::Var) || k_.exprs[run].slot != nest.slot) return false;
-    // inner.lo = max(Begin - base, 0); nest = [Begin / n, (End + n - 1) / n).
-    const Expr& lo = k_.exprs[inner.lo];
-    if (lo.kind != ExprKind::Index || static_cast<kir::IndexOp>(lo.op) != kir::IndexOp::Max || !is_index(lo.operands[1], 0)) {
+    const auto lo = operands(inner.lo, kir::IndexOp::Max);                        // max(Begin - base, 0)
+    const auto from = lo ? operands(lo->first, kir::IndexOp::Sub) : std::nullopt;  // Begin - base
+    if (!from || !is_index(lo->second, 0) || from->second != base || !is(from->first, ExprKind::Begin)) return false;
+    const auto first = operands(nest.lo, kir::IndexOp::Div);   // Begin / n
+    const auto last = operands(nest.hi, kir::IndexOp::Div);    // (End + n - 1) / n
+    const auto sum = last ? operands(last->first, kir::IndexOp::Add) : std::nullopt;
+    if (!first || first->first != from->first || first->second != n || !sum || last->second != n || sum->first != end) {
       return false;
     }
-    const Expr& from = k_.exprs[lo.operands[0]];
-    if (from.kind != ExprKind::Index || static_cast<kir::IndexOp>(from.op) != kir::IndexOp::Sub || from.operands[1] != base ||
-        !is_kind(from.operands[0], ExprKind::Begin)) {
-      return false;
-    }
-    const Id begin = from.operands[0];
-    if (!is(nest.lo, kir::IndexOp::Div, begin, n)) return false;
-    const Expr& up = k_.exprs[nest.hi];
-    if (up.kind != ExprKind::Index || static_cast<kir::IndexOp>(up.op) != kir::IndexOp::Div || up.operands[1] != n) return false;
-    const Expr& sum = k_.exprs[up.operands[0]];
-    if (sum.kind != ExprKind::Index || static_cast<kir::IndexOp>(sum.op) != kir::IndexOp::Add || sum.operands[0] != end) {
-      return false;
-    }
-    const Id less = sum.operands[1];  // n - 1, folded when n is a constant
-    const std::optional<int64_t> n_value = k_.exprs[n].kind == ExprKind::Const ? std::optional(k_.exprs[n].bits) : std::nullopt;
-    const bool n_minus_one = (k_.exprs[less].kind == ExprKind::Index && static_cast<kir::IndexOp>(k_.exprs[less].op) == kir::IndexOp::Sub &&
-                              k_.exprs[less].operands[0] == n && is_index(k_.exprs[less].operands[1], 1)) ||
-                             (n_value && is_index(less, *n_value - 1));
-    if (!n_minus_one) return false;
-    // The statements read run and j only through run * n + j.
-    Id j = kir::kNone;
-    for (size_t e = 0; e < k_.exprs.size(); ++e) {
-      if (k_.exprs[e].kind == ExprKind::Var && k_.exprs[e].slot == inner.slot) j = static_cast<Id>(e);
-    }
-    if (j == kir::kNone) return false;
-    Id linear = kir::kNone;
-    for (size_t e = 0; e < k_.exprs.size(); ++e) {
-      if (is(static_cast<Id>(e), kir::IndexOp::Add, base, j)) linear = static_cast<Id>(e);
-    }
-    if (linear == kir::kNone) return false;
+    const auto less = operands(sum->second, kir::IndexOp::Sub);  // n - 1, folded when n is a constant
+    const bool n_less_one = (less && less->first == n && is_index(less->second, 1)) ||
+                            (is(n, ExprKind::Const) && is_index(sum->second, k_.exprs[n].bits - 1));
+    if (!n_less_one) return false;
+    // The statements read run and j only through base + j.
     std::vector<char> seen(k_.exprs.size(), 0);
     bool other_use = false;
     auto visit = [&](auto&& self, Id e) -> void {
-      if (other_use || e == linear || seen[e]) return;
+      if (other_use || seen[e]) return;
       seen[e] = 1;
-      if (e == run || e == j) {
-        other_use = true;
+      const auto sum_of = operands(e, kir::IndexOp::Add);
+      if (sum_of && sum_of->first == base && is(sum_of->second, ExprKind::Var) && k_.exprs[sum_of->second].slot == inner.slot) return;
+      if (is(e, ExprKind::Var)) {
+        other_use = k_.exprs[e].slot == nest.slot || k_.exprs[e].slot == inner.slot;
         return;
       }
       for (Id o : k_.exprs[e].operands) self(self, o);
@@ -679,7 +653,7 @@ int Program::build_block_loop(const Stmt& s, int depth, const std::vector<bool>&
 int Program::build_copy_nest(const Stmt& nest, Step& step, std::vector<bool>& computed) {
   // A copy loop (CopyNests::is_copy_loop) is its own one inner loop.
   const bool single = !nest.body.empty() && nest.body[0].kind != Stmt::Kind::For;
-  tier0::CopyNest copy{.outer = nest.slot, .single = single};
+  tier0::CopyNest copy{.outer = single ? -1 : nest.slot};
   std::vector<Id> invariants;
   // The largest parts of an offset that are invariant in the nest: in registers before it.
   auto invariant_parts = [&](auto&& self, Id e, uint64_t both) -> void {

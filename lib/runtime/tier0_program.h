@@ -55,10 +55,9 @@ struct BlockLoop {
 /// A copy nest (tier0.cpp, CopyNests): each store of its inner loops run over the whole
 /// nest as one strided copy, or fill, whose strides the runner derives from the offsets.
 struct CopyNest {
-  int outer = -1;  ///< the outer loop's variable slot
-  /// A copy loop: one loop of copies (its one Inner is the loop itself, run once over the
-  /// loop's range), an innermost loop under an outer one whose offsets are not affine in it.
-  bool single = false;
+  /// The outer loop's variable slot; -1 for a copy loop (CopyNests::is_copy_loop), whose one
+  /// Inner is the loop itself, run once over the loop's range.
+  int outer = -1;
   struct Copy {
     int to = -1;                 ///< the buffer stored to, at to_offset
     Id to_offset = kir::kNone;

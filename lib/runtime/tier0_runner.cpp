@@ -261,13 +261,14 @@ class Runner {
     return panel_.data();
   }
 
-  /// An index expression of a copy nest with outer variable u and inner v, which CopyNests
-  /// proved affine: c + su * u + sv * v (in the wrapping arithmetic of kir::IndexOp).
+  /// An index expression of a copy nest with outer variable u (-1 in a copy loop) and inner
+  /// v, which CopyNests proved affine: c + su * u + sv * v (in the wrapping arithmetic of
+  /// kir::IndexOp).
   struct Linear {
     uint64_t c, su, sv;
   };
   Linear linear(Id e, int u, int v) const {
-    const uint64_t both = tier0::bit(u) | tier0::bit(v);
+    const uint64_t both = (u < 0 ? 0 : tier0::bit(u)) | tier0::bit(v);
     if ((p_.vars[e] & both) == 0) return {f_.regs[e], 0, 0};
     const Expr& x = k_.exprs[e];
     if (x.kind == ExprKind::Var) return x.slot == u ? Linear{0, 1, 0} : Linear{0, 0, 1};
@@ -285,31 +286,26 @@ class Runner {
   }
 
   /// A copy nest over outer iterations [lo, hi): each store of each inner loop in turn, over
-  /// the whole nest. A copy loop (single) is one row: its own iterations [lo, hi).
+  /// the whole nest. A copy loop is one row: its inner loop is itself.
   int32_t copy_nest(const tier0::CopyNest& nest, int64_t lo, int64_t hi) {
     if (lo >= hi) return 0;
-    const int64_t rows = nest.single ? 1 : hi - lo;
-    // In a copy loop the variable is the inner one: linear() puts it in su, moved to sv.
-    auto linear_in = [&](Id e, const tier0::CopyNest::Inner& inner) {
-      const Linear l = linear(e, nest.outer, inner.var);
-      return nest.single ? Linear{l.c, 0, l.su} : l;
-    };
+    const int64_t rows = nest.outer < 0 ? 1 : hi - lo;
     for (const tier0::CopyNest::Inner& inner : nest.inners) {
-      const int64_t first = nest.single ? lo : f_.index(inner.lo), n = (nest.single ? hi : f_.index(inner.hi)) - first;
+      const int64_t first = f_.index(inner.lo), n = f_.index(inner.hi) - first;
       if (n <= 0) continue;
       auto at = [&](const Linear& l) {
         return static_cast<int64_t>(l.c + l.su * static_cast<uint64_t>(lo) + l.sv * static_cast<uint64_t>(first));
       };
       for (const tier0::CopyNest::Copy& c : inner.copies) {
         const int64_t size = dtype_size(k_.buffers[c.to].dtype);
-        const Linear to = linear_in(c.to_offset, inner);
+        const Linear to = linear(c.to_offset, nest.outer, inner.var);
         std::byte* out = f_.buffer(c.to) + at(to) * size;
         const auto to_row = static_cast<int64_t>(to.su), to_col = static_cast<int64_t>(to.sv);
         if (c.from < 0) {
           by_size<Fill2d>(size, out, to_row, to_col, static_cast<const void*>(f_.reg(c.value)), rows, n);
           continue;
         }
-        const Linear from = linear_in(c.from_offset, inner);
+        const Linear from = linear(c.from_offset, nest.outer, inner.var);
         const std::byte* in = (c.from_local ? f_.local(c.from) : f_.buffer(c.from)) + at(from) * size;
         by_size<Copy2d>(size, out, to_row, to_col, in, static_cast<int64_t>(from.su), static_cast<int64_t>(from.sv), rows, n);
       }
