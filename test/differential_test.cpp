@@ -16,6 +16,8 @@
 #include "ir/dtype_dispatch.h"
 #include "ir/interpreter.h"
 #include "ir/structured.h"
+#include "lowering/kir.h"
+#include "lowering/lower.h"
 #include "lazyjit/lazyjit.h"
 #include "op_checks.h"
 #include "runtime/runtime.h"
@@ -367,6 +369,48 @@ TEST(Differential, ACatOfReshapedPartsCountsTheirIndexUp) {
   const Tensor empty = reshape(detail::make_pending(random_leaf(rng, DType::Float32, {3, 0, 4}, {})), {3, 0});
   const Tensor full_part = reshape(detail::make_pending(random_leaf(rng, DType::Float32, {3, 2, 5}, {})), {3, 10});
   expect_matches_interpreter({ir_of(cat({empty, full_part, empty}, 1))}, "cat with an empty reshaped part");
+}
+
+/// A reshape maps its index group by group (ir::reshape_groups): merges, splits, groups of
+/// two dims to two, unit dims among them, one group that is not dim for dim, and no
+/// elements. Each reads a permuted value and is read permuted, so its index arrives and
+/// leaves as dims, on both tiers.
+TEST(Differential, ReshapesMapTheirIndexGroupByGroup) {
+  std::mt19937_64 rng(0x5e7);
+  const std::vector<std::pair<ir::Shape, std::vector<int64_t>>> cases = {
+      {{2, 3, 4, 5}, {6, 20}},  {{6, 20}, {2, 3, 4, 5}},  {{2, 1, 3, 4}, {2, 3, 1, 4}}, {{6, 4}, {4, 6}},
+      {{4, 6, 5}, {2, 2, 30}},  {{6, 5, 4}, {2, 15, 4}},  {{2, 1, 12}, {2, 3, 1, 4}},  {{3, 0, 4}, {0, 4, 1}},
+      {{3, 67, 2, 16}, {201, 32}}, {{201, 32}, {3, 67, 2, 16}}};
+  for (const auto& [from, to] : cases) {
+    const Tensor x = detail::make_pending(random_leaf(rng, DType::Float32, from, {}));
+    std::vector<int64_t> reversed(from.size());
+    for (size_t d = 0; d < from.size(); ++d) reversed[d] = static_cast<int64_t>(from.size() - 1 - d);
+    const Tensor permuted = permute(permute(x * 2.0, reversed), reversed);  // dims in, dims out
+    const Tensor y = reshape(permuted, to);
+    expect_matches_interpreter({ir_of(transpose(y, 0, static_cast<int64_t>(to.size()) - 1) + 1.0)},
+                               fmt::format("reshape {} to {}", ir::shape_to_string(from), ir::shape_to_string(to)));
+  }
+}
+
+/// A head split of a slice (attention's k from the fused q/k/v projection, permuted to k^T)
+/// divides by none of its dims: its kernel has the divisions of the same kernel over a 4-D
+/// value and no more (read through the linear index, it divided by every dim).
+TEST(Differential, ASplitOfASliceDividesByNone) {
+  auto divisions = [](const Tensor& t) {
+    int count = 0;
+    const ir::Graph graph = ir::build_graph(std::vector<ir::NodePtr>{ir_of(t)});
+    for (const lowering::LoweredKernel& kernel : lowering::lower_graph(graph).kernels) {
+      const std::string text = kir::print(kernel.kir);
+      for (const char* op : {" = div ", " = rem "}) {
+        for (size_t at = text.find(op); at != std::string::npos; at = text.find(op, at + 1)) ++count;
+      }
+    }
+    return count;
+  };
+  const Tensor qkv = Tensor::from_vector<float>(std::vector<float>(6 * 5 * 3 * 4 * 3, 1.0f), {6 * 5, 3 * 4 * 3});
+  const Tensor k = permute(reshape(slice(qkv, 1, 12, 24), {6, 5, 4, 3}), {0, 2, 3, 1});
+  const Tensor plain = permute(slice(reshape(qkv, {6, 5, 12, 3}), 2, 4, 8), {0, 2, 3, 1});
+  EXPECT_EQ(divisions(exp(k)), divisions(exp(plain)));
 }
 
 /// A row kernel keeps its last fold's operand in a result's buffer and reads it back for the

@@ -17,6 +17,7 @@
 #include "ir/interpreter.h"
 #include "ir/printer.h"
 #include "ir/shape.h"
+#include "ir/structured.h"
 #include "ir/types.h"
 #include "ir/verifier.h"
 #include "lazyjit/backend.h"
@@ -461,6 +462,37 @@ TEST(GraphKeyTest, DtypeRankAndBroadcastPatternChangeTheKey) {
   EXPECT_NE(bcast({1, 3}), bcast({2, 3}));
   EXPECT_NE(bcast({2, 1}), bcast({1, 3}));
   EXPECT_EQ(bcast({3}), bcast({3}));
+}
+
+/// A reshape's groups: the finest runs of dims on both sides that hold the same elements,
+/// one entry per result dim other than 1 (the operand dims its group takes, or 0 where no
+/// group ends); none where they say no more than the linear index does.
+TEST(StructuredTest, AReshapesGroupsAreTheFinestRunsOfDimsWithTheSameElements) {
+  using Attrs = Node::Attrs;
+  EXPECT_EQ(reshape_groups({16, 64, 4, 32}, {1024, 128}), (Attrs{2, 2}));  // a head merge
+  EXPECT_EQ(reshape_groups({1024, 128}, {16, 64, 4, 32}), (Attrs{0, 1, 0, 1}));  // a head split
+  EXPECT_EQ(reshape_groups({2, 3}, {2, 1, 3}), (Attrs{1, 1}));  // unit dims alone
+  EXPECT_EQ(reshape_groups({1, 5, 1}, {5}), (Attrs{1}));
+  EXPECT_EQ(reshape_groups({4, 6, 5}, {2, 2, 30}), (Attrs{0, 1, 2}));
+  EXPECT_EQ(reshape_groups({6, 5, 4}, {2, 15, 4}), (Attrs{0, 2, 1}));  // two dims to two, then one
+  EXPECT_EQ(reshape_groups({2, 1, 12}, {2, 3, 1, 4}), (Attrs{1, 0, 1}));
+  EXPECT_EQ(reshape_groups({6, 4}, {4, 6}), Attrs{});   // one group, not dim for dim
+  EXPECT_EQ(reshape_groups({16, 64}, {1024}), Attrs{});  // a flatten: the linear index
+  EXPECT_EQ(reshape_groups({1, 1}, {1}), Attrs{});
+  EXPECT_EQ(reshape_groups({3, 0, 4}, {0, 4}), Attrs{});
+  EXPECT_EQ(reshape_groups({}, {1, 1}), Attrs{});
+  EXPECT_TRUE(unit_dims_only({2, 3}, {2, 1, 3}));
+  EXPECT_FALSE(unit_dims_only({2, 12}, {2, 3, 4}));
+}
+
+/// The groups are in the graph key: sizes that keep them keep the key, sizes that change
+/// them change it (a kernel maps its index by them).
+TEST(GraphKeyTest, AReshapesGroupsAreInTheKeyAndTheirSizesAreNot) {
+  auto merge = [](std::vector<int64_t> from, Shape to) {
+    return key_of({*make_structured(OpKind::Reshape, {param(DType::Float32, std::move(from))}, {}, &to)});
+  };
+  EXPECT_EQ(merge({16, 64, 4, 32}, {1024, 128}), merge({8, 32, 2, 16}, {256, 32}));
+  EXPECT_NE(merge({16, 64, 4, 32}, {1024, 128}), merge({16, 64, 4, 32}, {512, 256}));
 }
 
 TEST(GraphKeyTest, OpChangesTheKey) {

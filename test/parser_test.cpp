@@ -101,10 +101,14 @@ TEST(ParserTest, ErrorsNameLineColumnAndWhatWasExpected) {
             "line 3, column 8: sub: has 1 operands, expected 2");
   EXPECT_THAT(error_of("graph {\n  %0 = parameter 0 : float32[4096,4096,4096]\n"),
               HasSubstr("parameter too large for a text graph"));
-  // reshape[1] (unit dims alone) is checked against the shapes: a kernel trusts it.
+  // A reshape's groups are checked against the shapes: a kernel trusts them.
   EXPECT_THAT(error_of("graph {\n  %0 = parameter 0 : float32[2,12]\n  %1 = reshape[1] %0 : float32[4,6]\n"),
-              HasSubstr("reshape: attrs [1] mark a reshape of unit dims alone; [2,12] to [4,6] takes none"));
-  EXPECT_EQ(error_of("graph {\n  %0 = parameter 0 : float32[2,3]\n  %1 = reshape[1] %0 : float32[2,1,3]\n  return %1\n}"),
+              HasSubstr("reshape: attrs [1] do not group [2,12] to [4,6], whose groups are []"));
+  EXPECT_THAT(error_of("graph {\n  %0 = parameter 0 : float32[8,3]\n  %1 = reshape[1,1] %0 : float32[2,4,3]\n"),
+              HasSubstr("reshape: attrs [1,1] do not group [8,3] to [2,4,3], whose groups are [0,1,1]"));
+  EXPECT_EQ(error_of("graph {\n  %0 = parameter 0 : float32[8,3]\n  %1 = reshape[0,1,1] %0 : float32[2,4,3]\n  return %1\n}"),
+            "<parsed>");
+  EXPECT_EQ(error_of("graph {\n  %0 = parameter 0 : float32[2,3]\n  %1 = reshape[1,1] %0 : float32[2,1,3]\n  return %1\n}"),
             "<parsed>");
 }
 

@@ -370,14 +370,14 @@ absl::StatusOr<std::pair<DType, Shape>> structured_result(OpKind op, std::span<c
       break;
     case OpKind::Reshape:
       if (absl::Status s = needs_given(); !s.ok()) return s;
-      if (!attrs.empty() && (attrs.size() != 1 || attrs[0] != 1 || !unit_dims_only(in, *given))) {
-        return invalid(fmt::format("reshape: attrs [1] mark a reshape of unit dims alone; {} to {} takes none",
-                                   shape_to_string(in), shape_to_string(*given)));
-      }
       if (absl::Status s = validate_dims("reshape", *given); !s.ok()) return s;
       if (numel(*given) != numel(in)) {
         return invalid(fmt::format("reshape: shape {} is invalid for a tensor of {} elements (shape {})",
                                    shape_to_string(*given), numel(in), shape_to_string(in)));
+      }
+      if (!attrs.empty() && attrs != reshape_groups(in, *given)) {  // a kernel trusts them
+        return invalid(fmt::format("reshape: attrs [{}] do not group {} to {}, whose groups are [{}]", fmt::join(attrs, ","),
+                                   shape_to_string(in), shape_to_string(*given), fmt::join(reshape_groups(in, *given), ",")));
       }
       shape = *given;
       break;
@@ -451,6 +451,27 @@ bool unit_dims_only(const Shape& from, const Shape& to) {
   }
 }
 
+Node::Attrs reshape_groups(const Shape& from, const Shape& to) {
+  if (numel(from) == 0) return {};
+  Node::Attrs groups;
+  size_t i = 0;
+  int64_t in = 1, out = 1, taken = 0;  // the open group's elements on either side; from's dims in it
+  for (int64_t size : to) {
+    if (size == 1) continue;
+    out *= size;
+    while (in < out) {  // from's dims until the group holds as many elements: there are enough
+      while (from[i] == 1) ++i;
+      in *= from[i++];
+      ++taken;
+    }
+    groups.push_back(in == out ? taken : 0);
+    if (in == out) in = out = 1, taken = 0;
+  }
+  const bool one_group = std::count(groups.begin(), groups.end(), 0) + 1 == static_cast<int64_t>(groups.size());
+  if (groups.empty() || (one_group && groups != Node::Attrs{1})) return {};
+  return groups;
+}
+
 const Node* window_rows_base(const Node& operand) {
   const Node* node = &operand;
   int64_t column = node->rank() - 1;  // the dim of `node` that holds the operand's last dim
@@ -474,7 +495,7 @@ absl::StatusOr<NodePtr> make_structured(OpKind op, Node::Operands operands, Node
   auto result = structured_result(op, operands, attrs, given);
   if (!result.ok()) return result.status();
   auto& [dtype, shape] = *result;
-  if (op == OpKind::Reshape && attrs.empty() && unit_dims_only(operands[0]->shape(), shape)) attrs.push_back(1);
+  if (op == OpKind::Reshape && attrs.empty()) attrs = reshape_groups(operands[0]->shape(), shape);
   return std::make_shared<Node>(op, dtype, std::move(shape), std::move(operands), std::move(attrs));
 }
 

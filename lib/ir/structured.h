@@ -18,9 +18,18 @@ absl::StatusOr<std::pair<DType, Shape>> structured_result(OpKind op, std::span<c
                                                            const Node::Attrs& attrs, const Shape* given);
 
 /// Whether reshaping `from` to `to` only inserts or removes dims of size 1: their other
-/// sizes are one sequence. make_structured marks such a reshape with attrs {1} (in the graph
-/// key), and a kernel then maps its index dim by dim instead of through the linear index.
+/// sizes are one sequence.
 bool unit_dims_only(const Shape& from, const Shape& to);
+
+/// How reshaping `from` to `to` groups their dims: the finest split of both into runs that
+/// hold the same elements (dims of size 1 aside: their index is 0 on either side). One entry
+/// per dim of `to` other than 1: the number of `from`'s dims other than 1 in the group that
+/// ends there, else 0. [16,64,4,32] to [1024,128] is {2,2}, the reverse {0,1,0,1}, and [2,3]
+/// to [2,1,3] is {1,1}. Empty where it says no more than the linear index: one group that is
+/// not dim for dim ([6,4] to [4,6]), no dims but 1s, or no elements. make_structured puts it
+/// in a reshape's attrs (so in the graph key), and a kernel maps its index group by group: a
+/// group of one dim on each side costs no arithmetic, and a group divides by its own dims only.
+Node::Attrs reshape_groups(const Shape& from, const Shape& to);
 
 /// A node of a non-elementwise op, checked by structured_result. Operands are not promoted:
 /// callers convert them first (cat and matmul take one dtype).

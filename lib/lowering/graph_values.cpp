@@ -239,19 +239,30 @@ Id GraphValues::view(int node, const Index& index) {
   const int operand = graph_.operands[node][0];
   switch (n.op()) {
     case OpKind::Reshape: {
-      const ir::Shape& in = graph_.nodes[operand]->shape();
       if (n.attrs().empty() || index.dims.empty()) return at(operand, Index{{}, linear_of(node, index)});
-      // Unit dims alone (unit_dims_only): the operand's other dims are the result's, in order,
-      // and the linear index is the same.
-      std::vector<Id> dims;
-      size_t d = 0;
-      for (int64_t size : in) {
-        if (size == 1) {
-          dims.push_back(k_.index(0));
-          continue;
+      // By groups (ir::reshape_groups): a group's result dims are ravelled and unravelled into
+      // its operand dims, a group of one dim on each side passes its index through, and unit
+      // dims read 0. The linear index is the same.
+      const ir::Shape& in = graph_.nodes[operand]->shape();
+      std::vector<Id> dims(in.size(), k_.index(0));
+      size_t next = 0;  // the first operand dim not yet in a group
+      size_t group = 0;
+      Id linear = kir::kNone;  // the open group's result index
+      for (int d = 0; d < n.rank(); ++d) {
+        if (n.shape()[d] == 1) continue;
+        linear = linear == kir::kNone ? index.dims[d] : k_.add(k_.mul(linear, dim(node, d)), index.dims[d]);
+        const int64_t taken = n.attrs()[group++];
+        if (taken == 0) continue;
+        std::vector<int> group_dims;
+        while (static_cast<int64_t>(group_dims.size()) < taken) {
+          if (in[next] != 1) group_dims.push_back(static_cast<int>(next));
+          ++next;
         }
-        while (n.shape()[d] == 1) ++d;
-        dims.push_back(index.dims[d++]);
+        for (size_t g = group_dims.size(); g-- > 0;) {
+          dims[group_dims[g]] = g == 0 ? linear : k_.rem(linear, dim(operand, group_dims[g]));
+          if (g > 0) linear = k_.div(linear, dim(operand, group_dims[g]));
+        }
+        linear = kir::kNone;
       }
       return at(operand, Index{std::move(dims), index.linear});
     }

@@ -6,6 +6,7 @@
 
 #include "ir/dtype_dispatch.h"
 #include "ir/scalar_semantics.h"
+#include "ir/structured.h"
 #include "lowering/fusion.h"
 #include "lowering/kernel_context.h"
 
@@ -138,11 +139,13 @@ class Elementwise {
     return true;
   }
 
-  /// Whether a cat's `part` reshapes a value of another rank (not only unit dims): read
-  /// through the linear index, each of its elements would divide by every dim of that value.
+  /// Whether a cat's `part` reshapes a value of another rank (not only unit dims): read by
+  /// its index, each of its elements would divide by that value's dims.
   bool reshapes(int part) const {
     const ir::Node& p = c.node(part);
-    return p.op() == OpKind::Reshape && p.attrs().empty() && c.node(c.graph.operands[part][0]).rank() > 1;
+    if (p.op() != OpKind::Reshape) return false;
+    const ir::Node& from = c.node(c.graph.operands[part][0]);
+    return !ir::unit_dims_only(from.shape(), p.shape()) && from.rank() > 1;
   }
 
   /// Positions [lo, hi) of a cat's row `base`, from a part that reshapes value `from`: the
