@@ -83,6 +83,36 @@ TEST(TierZeroTest, AShortLoopUnderALongOneStoresWhatItStoresInOrder) {
   }
 }
 
+/// Tier 0 reads a unit-stride load where it lies, without copying it into a block, unless the
+/// loop stores over that memory: here the first store's buffer is the loaded one (a donated
+/// parameter and the result that took it over), and the second stores the loaded values as
+/// they were before the first.
+TEST(TierZeroTest, ALoadOfMemoryTheLoopStoresOverIsReadBeforeTheStore) {
+  kir::Builder k;
+  const int in = k.new_buffer(DType::Float32), doubled = k.new_buffer(DType::Float32), copy = k.new_buffer(DType::Float32);
+  k.loop(k.begin(), k.end(), [&](kir::Id i) {
+    const kir::Id value = k.load(in, i);
+    k.store({doubled, copy}, {i, i}, {k.op(ir::OpKind::Add, DType::Float32, {value, value}), value});
+  });
+  k.kernel().kind = "element";
+  k.kernel().count = k.dim(k.new_dim());
+  k.kernel().work = k.index(1);
+  const runtime::Tier0Kernel kernel(k.take());
+  for (const bool donated : {false, true}) {
+    const int64_t n = 1000;
+    std::vector<float> x = ramp(n, 0.25f), out(static_cast<size_t>(n), -1), copied(static_cast<size_t>(n), -1);
+    const std::vector<float> original = x;
+    void* args[] = {x.data(), donated ? x.data() : out.data(), copied.data()};
+    const int64_t dims[] = {n};
+    ASSERT_EQ(kernel.run(args, dims, 0, n), 0);
+    const std::vector<float>& result = donated ? x : out;
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(result[static_cast<size_t>(i)], 2 * original[static_cast<size_t>(i)]) << "donated " << donated << " at " << i;
+      ASSERT_EQ(copied[static_cast<size_t>(i)], original[static_cast<size_t>(i)]) << "donated " << donated << " at " << i;
+    }
+  }
+}
+
 /// Packs of B in panels of 4 columns (out[p][k][j] = B(k, 4p + j), zeros past the last
 /// column) from B and from a transposed B: nests that only copy, at offsets affine in both
 /// loops' variables, run as one strided copy (or fill) per store, with the values the nest

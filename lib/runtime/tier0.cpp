@@ -550,6 +550,7 @@ int Program::build_block_loop(const Stmt& s, int depth, const std::vector<bool>&
     if (k.exprs[e].kind == ExprKind::Var && k.exprs[e].slot == s.slot) loop.var = static_cast<Id>(e);
   }
   const Writes written = subtree_writes(s.body);
+  loop.writes = written.buffers;
   std::vector<Id> uses;
   subtree_uses(s.body, uses);
   const std::vector<Id> needed = closure(uses, computed);

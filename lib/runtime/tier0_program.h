@@ -45,6 +45,7 @@ struct BlockLoop {
   std::vector<int> slot;    ///< per expression: its block in the scratch, or -1
   int slots = 0;
   std::vector<Id> entry;    ///< loop invariants the loop uses, evaluated at its entry
+  uint64_t writes = 0;      ///< the buffers its body stores to, as slot bits
   struct Statement {
     const Stmt* stmt;
     std::vector<Id> compute;  ///< values of the block first needed here, in order

@@ -142,7 +142,13 @@ template <class T> struct Broadcast {
 class Runner {
  public:
   explicit Runner(Frame& f)
-      : f_(f), p_(f.p), k_(f.p.k), ready_(k_.exprs.size()), affine_(k_.exprs.size()), stride_(k_.exprs.size()) {}
+      : f_(f),
+        p_(f.p),
+        k_(f.p.k),
+        ready_(k_.exprs.size()),
+        affine_(k_.exprs.size()),
+        stride_(k_.exprs.size()),
+        in_place_(k_.exprs.size()) {}
 
   /// One expression's scalar value into its register.
   void eval(Id id) {
@@ -332,7 +338,7 @@ class Runner {
   /// affine Index values materialised (once per block).
   const std::byte* lanes(Id e, int64_t n) {
     std::byte* out = block(e);
-    if (ready(e)) return out;
+    if (ready(e)) return in_place_[e] != nullptr ? in_place_[e] : out;
     set_ready(e);
     if (loop_->form[e] == Form::Uniform) {
       by_size<Broadcast>(dtype_size(k_.exprs[e].dtype), out, static_cast<const void*>(f_.reg(e)), width_);
@@ -455,6 +461,21 @@ class Runner {
     }
   }
 
+  /// The buffers (as slot bits) whose memory a loop storing to buffers `writes` reaches:
+  /// those and any other slot bound to the same memory (a donated parameter and the result
+  /// that took it over). A unit-stride load of any other buffer is read where it lies.
+  uint64_t stored_over(uint64_t writes) const {
+    uint64_t reached = writes;
+    const int count = static_cast<int>(k_.buffers.size());
+    for (int w = 0; w < count; ++w) {
+      if ((writes & bit(w)) == 0) continue;
+      for (int r = 0; r < count; ++r) {
+        if (f_.buffer(r) == f_.buffer(w)) reached |= bit(r);
+      }
+    }
+    return reached;
+  }
+
   /// Whether offset `o` is affine over this block (else its lanes are in its block).
   bool affine_offset(Id o) const { return loop_->form[o] == Form::Uniform || affine_[o]; }
   int64_t offset_stride(Id o) const { return loop_->form[o] == Form::Uniform ? 0 : stride_[o]; }
@@ -467,6 +488,7 @@ class Runner {
       return;
     }
     set_ready(id);
+    in_place_[id] = nullptr;
     std::byte* out = block(id);
     switch (e.kind) {
       case ExprKind::Load:
@@ -478,6 +500,11 @@ class Runner {
           return;
         }
         const Id o = e.operands[0];
+        if (e.kind == ExprKind::Load && e.dtype != DType::Bool && affine_offset(o) && offset_stride(o) == 1 &&
+            (stored_over_ & bit(e.slot)) == 0) {
+          in_place_[id] = base + f_.index(o) * size;  // read where it lies: nothing this loop stores reaches it
+          return;
+        }
         if (!affine_offset(o)) {
           by_size<Gather>(size, out, base, reinterpret_cast<const int64_t*>(lanes(o, n)), n);
         } else if (offset_stride(o) == 1) {
@@ -524,6 +551,7 @@ class Runner {
   int32_t block_loop(const BlockLoop& loop, int64_t lo, int64_t hi) {
     if (lo >= hi) return 0;
     loop_ = &loop;
+    stored_over_ = stored_over(loop.writes);
     eval_all(loop.entry);
     width_ = std::min(loop.block, hi - lo);
     entry_epoch_ = ++clock_;  // broadcasts are filled on first use
@@ -602,6 +630,8 @@ class Runner {
   std::vector<uint64_t> ready_;
   std::vector<bool> affine_;
   std::vector<int64_t> stride_;
+  std::vector<const std::byte*> in_place_;  // per expression: its lanes where they lie (a load), or null
+  uint64_t stored_over_ = 0;                // the running block loop's stored_over
   uint64_t clock_ = 0, entry_epoch_ = 0, block_epoch_ = 0;
 };
 
