@@ -301,17 +301,18 @@ TEST(TierZeroTest, AnInnermostLoopOfCopiesRunsAsCopies) {
   }
 }
 
-/// A short nest that reads what it stores (an optimiser's update in a matmul's epilogue:
-/// w[i] = w[i] - g[i]) is not flattened: the loop that reads the element it stores runs
-/// whole blocks only while its offset steps by one.
-TEST(TierZeroTest, AShortNestThatReadsWhatItStoresIsNotFlattened) {
+/// A short nest that reads what it stores where it stores it (an optimiser's update in a
+/// matmul's epilogue: w[i] = w[i] - g[i]) is flattened: one block of its rows, run as a
+/// block where the rows do not overlap (pitch 8, 9) and one lane at a time where they do
+/// (pitch 3, 0: an element updated again reads its new value, as in order).
+TEST(TierZeroTest, AShortNestThatReadsWhereItStoresRunsFlattenedWhereItsRowsDoNotOverlap) {
   kir::Builder k;
   const int w = k.new_buffer(DType::Float32), g = k.new_buffer(DType::Float32);
-  const kir::Id width = k.dim(k.new_dim());
+  const kir::Id width = k.dim(k.new_dim()), pitch = k.dim(k.new_dim());
   k.loop(k.begin(), k.end(), [&](kir::Id) {
     k.loop(k.index(0), k.index(6), [&](kir::Id r) {
       k.loop(k.index(0), k.min(k.index(8), width), [&](kir::Id j) {
-        const kir::Id at = k.add(k.mul(r, width), j);
+        const kir::Id at = k.add(k.mul(r, pitch), j);
         k.store(w, at, k.op(ir::OpKind::Sub, DType::Float32, {k.load(w, at), k.load(g, at)}));
       });
     });
@@ -320,13 +321,18 @@ TEST(TierZeroTest, AShortNestThatReadsWhatItStoresIsNotFlattened) {
   k.kernel().count = k.index(1);
   k.kernel().work = k.index(48);
   const runtime::Tier0Kernel kernel(k.take());
-  EXPECT_EQ(kernel.shape().flattened, 0);
-  std::vector<float> weights(48, 1.0f), grads(48);
-  for (size_t i = 0; i < grads.size(); ++i) grads[i] = 0.25f * static_cast<float>(i);
-  void* args[] = {weights.data(), grads.data()};
-  const int64_t dims[] = {8};
-  ASSERT_EQ(kernel.run(args, dims, 0, 1), 0);
-  for (size_t i = 0; i < weights.size(); ++i) EXPECT_EQ(weights[i], 1.0f - grads[i]) << i;
+  EXPECT_EQ(kernel.shape().flattened, 1);
+  for (const int64_t pitch_value : {8, 9, 3, 0}) {
+    std::vector<float> weights(64, 1.0f), grads(64), expected(64, 1.0f);
+    for (size_t i = 0; i < grads.size(); ++i) grads[i] = 0.25f * static_cast<float>(i);
+    for (int64_t r = 0; r < 6; ++r) {
+      for (int64_t j = 0; j < 8; ++j) expected[r * pitch_value + j] -= grads[r * pitch_value + j];
+    }
+    void* args[] = {weights.data(), grads.data()};
+    const int64_t dims[] = {8, pitch_value};
+    ASSERT_EQ(kernel.run(args, dims, 0, 1), 0);
+    for (size_t i = 0; i < weights.size(); ++i) EXPECT_EQ(weights[i], expected[i]) << "pitch " << pitch_value << " at " << i;
+  }
 }
 
 /// Stores at offsets read from data may write one element twice: such a nest runs in its

@@ -351,8 +351,9 @@ class NestInverter {
 
   /// Whether `nest` is a loop whose body is one short innermost loop of stores (a matmul's
   /// epilogue: NR columns for each of MR rows) whose bounds do not depend on it, which
-  /// inverting would not lengthen (its own loop is not the longer), and which reads no
-  /// buffer it stores to.
+  /// inverting would not lengthen (its own loop is not the longer), and which reads a buffer
+  /// it stores to only where it stores it (an optimiser's update of its state in place: the
+  /// block loop then checks, block by block, that those offsets are distinct).
   bool flattenable(const Stmt& nest) const {
     if (nest.body.size() != 1 || nest.body[0].kind != Stmt::Kind::For) return false;
     const Stmt& inner = nest.body[0];
@@ -364,12 +365,35 @@ class NestInverter {
       if (t.kind != Stmt::Kind::Store) return false;
       for (size_t i = 0; i < t.values.size(); ++i) {
         stored |= bit(t.buffers[i]);
-        read |= nests_.loads(t.values[i]) | nests_.loads(t.offsets[i]);
+        read |= nests_.loads(t.offsets[i]);
       }
     }
-    // A loop that reads what it stores runs a lane per block unless it reads each element
-    // where it stores it, one after another (unit stride), which a flattened nest does not.
-    return (stored & read) == 0;
+    if ((stored & read) != 0) return false;
+    // The values read a stored buffer only at the offset every store to it has.
+    std::vector<char> seen(k_.exprs.size(), 0);
+    auto where_stored = [&](auto&& self, Id e) -> bool {
+      if (seen[e] || (nests_.loads(e) & stored) == 0) return true;
+      seen[e] = 1;
+      const Expr& x = k_.exprs[e];
+      if (x.kind == ExprKind::Load && (bit(x.slot) & stored) != 0) {
+        for (const Stmt& t : inner.body) {
+          for (size_t i = 0; i < t.buffers.size(); ++i) {
+            if (bit(t.buffers[i]) == bit(x.slot) && t.offsets[i] != x.operands[0]) return false;
+          }
+        }
+        return true;
+      }
+      for (Id o : x.operands) {
+        if (!self(self, o)) return false;
+      }
+      return true;
+    };
+    for (const Stmt& t : inner.body) {
+      for (Id v : t.values) {
+        if (!where_stored(where_stored, v)) return false;
+      }
+    }
+    return true;
   }
 
   /// `nest` as one loop over its iterations in their order, `for w in [0, m n)` with the
@@ -588,21 +612,31 @@ int Program::build_block_loop(const Stmt& s, int depth, const std::vector<bool>&
     if (op == kir::IndexOp::Sub) return *s0 - *s1;
     return std::nullopt;
   };
+  // Where it is one store statement (a flattened epilogue: rows one after another) whose
+  // offsets are not unit stride, the block runs as a block when its lanes' offsets there are
+  // distinct (loop.distinct, checked per block), else one lane at a time.
   bool in_order = false;
+  const bool one_store = s.body.size() == 1 && s.body[0].kind == Stmt::Kind::Store;
   for (Id e : needed) {
     const Expr& x = k.exprs[e];
     if (x.kind == ExprKind::Local && (written.locals & bit(x.slot)) != 0) in_order = true;
     if (x.kind != ExprKind::Load || (written.buffers & bit(x.slot)) == 0) continue;
     const Id offset = x.operands[0];
-    bool same_element = unit_stride(unit_stride, offset) == std::optional<int64_t>(1);
+    bool same_element = true;
     for (const Stmt& t : s.body) {
       if (t.kind != Stmt::Kind::Store) continue;
       for (size_t i = 0; i < t.buffers.size(); ++i) {
         if (t.buffers[i] == x.slot && t.offsets[i] != offset) same_element = false;
       }
     }
-    if (!same_element) in_order = true;
+    if (same_element && unit_stride(unit_stride, offset) == std::optional<int64_t>(1)) continue;
+    if (same_element && one_store) {
+      if (std::find(loop.distinct.begin(), loop.distinct.end(), offset) == loop.distinct.end()) loop.distinct.push_back(offset);
+      continue;
+    }
+    in_order = true;
   }
+  if (in_order) loop.distinct.clear();
   loop.block = in_order ? 1 : Tier0Kernel::kBlock;
 
   // Blocks: every varying expression may need one (an Index one when it is not affine, or

@@ -46,6 +46,9 @@ struct BlockLoop {
   int slots = 0;
   std::vector<Id> entry;    ///< loop invariants the loop uses, evaluated at its entry
   uint64_t writes = 0;      ///< the buffers its body stores to, as slot bits
+  /// Offsets at which the loop's one store statement stores buffers its values read there:
+  /// a block whose lanes are not distinct at each runs one lane at a time.
+  std::vector<Id> distinct;
   struct Statement {
     const Stmt* stmt;
     std::vector<Id> compute;  ///< values of the block first needed here, in order

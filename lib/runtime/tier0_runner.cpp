@@ -557,18 +557,46 @@ class Runner {
     entry_epoch_ = ++clock_;  // broadcasts are filled on first use
     for (int64_t start = lo; start < hi; start += loop.block) {
       const int64_t n = std::min(loop.block, hi - start);
-      block_epoch_ = ++clock_;
-      if (loop.var != kir::kNone) {
-        f_.regs[loop.var] = static_cast<uint64_t>(start);
-        affine_[loop.var] = true;
-        stride_[loop.var] = 1;
-      }
-      for (const BlockLoop::Statement& statement : loop.body) {
-        for (Id e : statement.compute) compute(e, n);
-        if (const int32_t status = block_statement(*statement.stmt, n); status != 0) return status;
-      }
+      if (const int32_t status = run_block(loop, start, n); status != 0) return status;
     }
     return 0;
+  }
+
+  /// Lanes [start, start + n) of the running block loop.
+  int32_t run_block(const BlockLoop& loop, int64_t start, int64_t n) {
+    block_epoch_ = ++clock_;
+    if (loop.var != kir::kNone) {
+      f_.regs[loop.var] = static_cast<uint64_t>(start);
+      affine_[loop.var] = true;
+      stride_[loop.var] = 1;
+    }
+    for (const BlockLoop::Statement& statement : loop.body) {
+      for (Id e : statement.compute) compute(e, n);
+      if (n > 1 && !distinct(loop, n)) {  // (the loop is one statement) lanes that meet run in order
+        for (int64_t i = 0; i < n; ++i) {
+          if (const int32_t status = run_block(loop, start + i, 1); status != 0) return status;
+        }
+        return 0;
+      }
+      if (const int32_t status = block_statement(*statement.stmt, n); status != 0) return status;
+    }
+    return 0;
+  }
+
+  /// Whether this block's lanes are at distinct offsets at each of loop.distinct (strictly
+  /// increasing, as a flattened epilogue's rows are when they do not overlap).
+  bool distinct(const BlockLoop& loop, int64_t n) {
+    for (Id o : loop.distinct) {
+      if (affine_offset(o)) {
+        if (offset_stride(o) == 0) return false;
+        continue;
+      }
+      const auto* at = reinterpret_cast<const int64_t*>(lanes(o, n));
+      for (int64_t i = 1; i < n; ++i) {
+        if (at[i] <= at[i - 1]) return false;
+      }
+    }
+    return true;
   }
 
   int32_t block_statement(const Stmt& s, int64_t n) {
