@@ -72,6 +72,14 @@ TEST(ParserTest, PrintParsePrintIsTheSameTextAndKey) {
   }
 }
 
+/// A reshape written without its groups gets them, as a traced one has them: the same key.
+TEST(ParserTest, AReshapeWithoutGroupsGetsThem) {
+  absl::StatusOr<ParsedGraph> parsed =
+      parse_graph("graph {\n  %0 = parameter 0 : float32[8,3]\n  %1 = reshape %0 : float32[2,4,3]\n  return %1\n}");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->roots[0]->attrs(), (Node::Attrs{0, 1, 1}));
+}
+
 std::string error_of(std::string_view text) {
   absl::StatusOr<ParsedGraph> parsed = parse_graph(text);
   return parsed.ok() ? "<parsed>" : std::string(parsed.status().message());

@@ -452,17 +452,16 @@ bool unit_dims_only(const Shape& from, const Shape& to) {
 }
 
 Node::Attrs reshape_groups(const Shape& from, const Shape& to) {
-  if (numel(from) == 0) return {};
+  if (numel(from) == 0 || numel(from) != numel(to)) return {};
   Node::Attrs groups;
   size_t i = 0;
   int64_t in = 1, out = 1, taken = 0;  // the open group's elements on either side; from's dims in it
   for (int64_t size : to) {
     if (size == 1) continue;
     out *= size;
-    while (in < out) {  // from's dims until the group holds as many elements: there are enough
-      while (from[i] == 1) ++i;
-      in *= from[i++];
-      ++taken;
+    while (in < out && i < from.size()) {  // from's dims until the group holds as many elements
+      if (from[i] != 1) in *= from[i], ++taken;
+      ++i;
     }
     groups.push_back(in == out ? taken : 0);
     if (in == out) in = out = 1, taken = 0;
