@@ -113,6 +113,41 @@ TEST(TierZeroTest, ALoadOfMemoryTheLoopStoresOverIsReadBeforeTheStore) {
   }
 }
 
+/// A row kernel's constants are broadcast once while it re-enters the same loop over as many
+/// lanes: here two loops per row, whose blocks share the scratch, and rows of every length.
+TEST(TierZeroTest, BroadcastConstantsSurviveOnlyTheirOwnLoopsReentry) {
+  kir::Builder k;
+  const int in = k.new_buffer(DType::Float32), tripled = k.new_buffer(DType::Float32), shifted = k.new_buffer(DType::Float32);
+  const kir::Id width = k.dim(k.new_dim());
+  k.loop(k.begin(), k.end(), [&](kir::Id row) {
+    const kir::Id length = k.min(k.add(row, k.index(1)), width);  // rows of 1, 2, ... elements
+    k.loop(k.index(0), length, [&](kir::Id j) {
+      const kir::Id at = k.add(k.mul(row, width), j);
+      k.store(tripled, at, k.op(ir::OpKind::Mul, DType::Float32, {k.load(in, at), k.float_constant(DType::Float32, 3)}));
+    });
+    k.loop(k.index(0), width, [&](kir::Id j) {
+      const kir::Id at = k.add(k.mul(row, width), j);
+      k.store(shifted, at, k.op(ir::OpKind::Add, DType::Float32, {k.load(in, at), k.float_constant(DType::Float32, 0.5)}));
+    });
+  });
+  k.kernel().kind = "row";
+  k.kernel().count = width;
+  k.kernel().work = width;
+  const runtime::Tier0Kernel kernel(k.take());
+  const int64_t n = 40;
+  std::vector<float> x = ramp(n * n, 0.5f), a(static_cast<size_t>(n * n), 0), b(static_cast<size_t>(n * n), 0);
+  void* args[] = {x.data(), a.data(), b.data()};
+  const int64_t dims[] = {n};
+  ASSERT_EQ(kernel.run(args, dims, 0, n), 0);
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t j = 0; j < n; ++j) {
+      const size_t at = static_cast<size_t>(r * n + j);
+      ASSERT_EQ(a[at], j <= r ? x[at] * 3 : 0.0f) << r << " " << j;
+      ASSERT_EQ(b[at], x[at] + 0.5f) << r << " " << j;
+    }
+  }
+}
+
 /// Packs of B in panels of 4 columns (out[p][k][j] = B(k, 4p + j), zeros past the last
 /// column) from B and from a transposed B: nests that only copy, at offsets affine in both
 /// loops' variables, run as one strided copy (or fill) per store, with the values the nest
