@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "ir/builder.h"
 #include "ir/graph.h"
+#include "ir/graph_diff.h"
 #include "ir/interpreter.h"
 #include "ir/printer.h"
 #include "ir/shape.h"
@@ -493,6 +494,21 @@ TEST(GraphKeyTest, AReshapesGroupsAreInTheKeyAndTheirSizesAreNot) {
   };
   EXPECT_EQ(merge({16, 64, 4, 32}, {1024, 128}), merge({8, 32, 2, 16}, {256, 32}));
   EXPECT_NE(merge({16, 64, 4, 32}, {1024, 128}), merge({16, 64, 4, 32}, {512, 256}));
+}
+
+/// A compile's explanation names a reshape whose new sizes group its dims otherwise, and
+/// any other attrs that differ.
+TEST(GraphKeyTest, TheDifferenceNamesAReshapesGroupsAndOtherAttrs) {
+  auto reshaped = [](std::vector<int64_t> from, Shape to) {
+    return graph_of({*make_structured(OpKind::Reshape, {param(DType::Float32, std::move(from))}, {}, &to)});
+  };
+  EXPECT_EQ(describe_difference(signature_of(reshaped({16, 64, 4, 32}, {512, 256})), signature_of(reshaped({16, 64, 4, 32}, {1024, 128}))),
+            "node %1 (reshape): dim groups [], cached [2,2] (new sizes group the reshape's dims otherwise)");
+  const NodePtr x = param(DType::Float32, {2, 3, 4});
+  auto permuted = [&](Node::Attrs perm) { return graph_of({*make_structured(OpKind::Permute, {x}, std::move(perm))}); };
+  EXPECT_EQ(describe_difference(signature_of(permuted({1, 0, 2})), signature_of(permuted({0, 2, 1}))),
+            "node %1 (permute): attrs [1,0,2], cached [0,2,1]");
+  EXPECT_EQ(describe_difference(signature_of(permuted({1, 0, 2})), signature_of(permuted({1, 0, 2}))), "");
 }
 
 TEST(GraphKeyTest, OpChangesTheKey) {

@@ -9,7 +9,8 @@ namespace {
 
 bool same_entry(const GraphSignature::Entry& a, const GraphSignature::Entry& b) {
   return a.op == b.op && a.dtype == b.dtype && a.rank == b.rank && a.unit_dims == b.unit_dims &&
-         a.operands == b.operands && a.parameter_slot == b.parameter_slot && a.constant_bits == b.constant_bits;
+         a.operands == b.operands && a.parameter_slot == b.parameter_slot && a.constant_bits == b.constant_bits &&
+         a.attrs == b.attrs;
 }
 
 /// "[N,1,N]": which dims are 1, the part of a shape the key sees.
@@ -44,6 +45,13 @@ std::string what_differs(const GraphSignature::Entry& a, const GraphSignature::E
   if (a.constant_bits != b.constant_bits) {
     return "a different constant value (constants are compiled in; a runtime scalar would not recompile)";
   }
+  if (a.attrs != b.attrs) {
+    if (a.op == OpKind::Reshape) {
+      return fmt::format("dim groups [{}], cached [{}] (new sizes group the reshape's dims otherwise)",
+                         fmt::join(a.attrs, ","), fmt::join(b.attrs, ","));
+    }
+    return fmt::format("attrs [{}], cached [{}]", fmt::join(a.attrs, ","), fmt::join(b.attrs, ","));
+  }
   return fmt::format("reads parameter {}, cached parameter {} (which inputs are the same buffer differs)",
                      a.parameter_slot, b.parameter_slot);
 }
@@ -56,8 +64,8 @@ GraphSignature signature_of(const Graph& graph) {
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const Node& node = *graph.nodes[i];
     const int64_t bits = node.op() == OpKind::Constant ? node.scalar().i : 0;
-    s.nodes.push_back(
-        {node.op(), node.dtype(), node.rank(), node.unit_dims(), graph.operands[i], graph.parameter_slot[i], bits});
+    s.nodes.push_back({node.op(), node.dtype(), node.rank(), node.unit_dims(), graph.operands[i], graph.parameter_slot[i],
+                       bits, node.attrs()});
   }
   return s;
 }

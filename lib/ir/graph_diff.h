@@ -21,6 +21,7 @@ struct GraphSignature {
     absl::InlinedVector<int, 3> operands;
     int parameter_slot;
     int64_t constant_bits;  ///< Constant leaves: the value compiled in
+    Node::Attrs attrs;      ///< a permutation, a slice, a reshape's dim groups, ...
   };
   Hash128 key;
   std::vector<Entry> nodes;
