@@ -560,14 +560,8 @@ class Runner {
     }
     stored_over_ = stored_over_of_[which];
     eval_all(loop.entry);
-    const int64_t width = std::min(loop.block, hi - lo);
-    // Broadcasts are filled on first use; those of values fixed for the call (constants,
-    // scalars, dims) stay valid while the same loop is entered again over as many lanes with
-    // no other loop's blocks in between (a row kernel enters its loop once per row).
-    if (&loop != last_loop_ || width != width_) static_epoch_ = ++clock_;
-    last_loop_ = &loop;
-    width_ = width;
-    entry_epoch_ = ++clock_;
+    width_ = std::min(loop.block, hi - lo);
+    entry_epoch_ = ++clock_;  // broadcasts are filled on first use
     for (int64_t start = lo; start < hi; start += loop.block) {
       const int64_t n = std::min(loop.block, hi - start);
       if (const int32_t status = run_block(loop, start, n); status != 0) return status;
@@ -666,12 +660,8 @@ class Runner {
   // Per expression: the epoch in which its lanes were put in its block (the loop entry's for
   // a broadcast, the block's for the others); an Index expression is affine in this block,
   // with this stride (its base in its register).
-  uint64_t epoch_of(Id e) const {
-    if (loop_->form[e] != Form::Uniform) return block_epoch_;
-    return p_.is_static[e] ? static_epoch_ : entry_epoch_;
-  }
-  bool ready(Id e) const { return ready_[e] == epoch_of(e); }
-  void set_ready(Id e) { ready_[e] = epoch_of(e); }
+  bool ready(Id e) const { return ready_[e] == (loop_->form[e] == Form::Uniform ? entry_epoch_ : block_epoch_); }
+  void set_ready(Id e) { ready_[e] = loop_->form[e] == Form::Uniform ? entry_epoch_ : block_epoch_; }
   std::vector<uint64_t> ready_;
   std::vector<bool> affine_;
   std::vector<int64_t> stride_;
@@ -679,8 +669,7 @@ class Runner {
   uint64_t stored_over_ = 0;                // the running block loop's stored_over
   std::vector<uint64_t> stored_over_of_;    // per block loop, once known in this call
   std::vector<bool> stored_over_known_;
-  uint64_t clock_ = 0, entry_epoch_ = 0, block_epoch_ = 0, static_epoch_ = 0;
-  const BlockLoop* last_loop_ = nullptr;  // the block loop entered last, over width_ lanes
+  uint64_t clock_ = 0, entry_epoch_ = 0, block_epoch_ = 0;
 };
 
 }  // namespace
