@@ -373,9 +373,8 @@ class Parser {
     if (absl::Status s = verify_node(*node); !s.ok()) {
       return error_at(op_token, fmt::format("{}: {}", op_name(op), std::string(s.message())));
     }
-    if (op == OpKind::Reshape && node->attrs().empty()) {  // its groups, as a traced reshape has them
-      node = std::make_shared<Node>(op, dtype, node->shape(), Node::Operands(node->operands().begin(), node->operands().end()),
-                                    reshape_groups(node->operands()[0]->shape(), node->shape()));
+    if (op == OpKind::Reshape && node->attrs().empty()) {  // the attrs a traced reshape gets: its groups
+      return make_structured(op, Node::Operands(node->operands().begin(), node->operands().end()), {}, &node->shape());
     }
     return NodePtr(std::move(node));
   }

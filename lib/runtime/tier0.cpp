@@ -369,7 +369,15 @@ class NestInverter {
       }
     }
     if ((stored & read) != 0) return false;
-    // The values read a stored buffer only at the offset every store to it has.
+    // The values read a stored buffer only at the offset every store to it has, and in one
+    // store statement: a block loop checks such a block's offsets for distinct lanes
+    // (Program::build_block_loop); any other runs a lane at a time, slower than unflattened.
+    bool reads_stored = false;
+    for (const Stmt& t : inner.body) {
+      for (Id v : t.values) reads_stored = reads_stored || (nests_.loads(v) & stored) != 0;
+    }
+    if (!reads_stored) return true;
+    if (inner.body.size() != 1) return false;
     std::vector<char> seen(k_.exprs.size(), 0);
     auto where_stored = [&](auto&& self, Id e) -> bool {
       if (seen[e] || (nests_.loads(e) & stored) == 0) return true;

@@ -149,8 +149,7 @@ class Runner {
         affine_(k_.exprs.size()),
         stride_(k_.exprs.size()),
         in_place_(k_.exprs.size()),
-        stored_over_of_(p_.loops.size()),
-        stored_over_known_(p_.loops.size()) {}
+        stored_over_of_(p_.loops.size()) {}
 
   /// One expression's scalar value into its register.
   void eval(Id id) {
@@ -553,12 +552,9 @@ class Runner {
   int32_t block_loop(const BlockLoop& loop, int64_t lo, int64_t hi) {
     if (lo >= hi) return 0;
     loop_ = &loop;
-    const auto which = static_cast<size_t>(&loop - p_.loops.data());
-    if (!stored_over_known_[which]) {  // once per call: the frame's buffers do not change in it
-      stored_over_of_[which] = stored_over(loop.writes);
-      stored_over_known_[which] = true;
-    }
-    stored_over_ = stored_over_of_[which];
+    std::optional<uint64_t>& reached = stored_over_of_[static_cast<size_t>(&loop - p_.loops.data())];
+    if (!reached) reached = stored_over(loop.writes);  // once per call: the frame's buffers stay
+    stored_over_ = *reached;
     eval_all(loop.entry);
     width_ = std::min(loop.block, hi - lo);
     entry_epoch_ = ++clock_;  // broadcasts are filled on first use
@@ -667,8 +663,7 @@ class Runner {
   std::vector<int64_t> stride_;
   std::vector<const std::byte*> in_place_;  // per expression: its lanes where they lie (a load), or null
   uint64_t stored_over_ = 0;                // the running block loop's stored_over
-  std::vector<uint64_t> stored_over_of_;    // per block loop, once known in this call
-  std::vector<bool> stored_over_known_;
+  std::vector<std::optional<uint64_t>> stored_over_of_;  // per block loop, once known in this call
   uint64_t clock_ = 0, entry_epoch_ = 0, block_epoch_ = 0;
 };
 
