@@ -486,6 +486,43 @@ TEST(StructuredTest, AReshapesGroupsAreTheFinestRunsOfDimsWithTheSameElements) {
   EXPECT_FALSE(unit_dims_only({2, 12}, {2, 3, 4}));
 }
 
+/// Which operands a product reads in place through a window: the walk from the operand
+/// down to the buffer whose runs its rows are (window_rows_base).
+TEST(StructuredTest, AWindowsRowsAreRunsOfItsBaseThroughPermutesSlicesAndReshapes) {
+  auto structured = [](OpKind op, NodePtr operand, Node::Attrs attrs, std::vector<int64_t> to = {}) {
+    const Shape shape(to.begin(), to.end());
+    return *make_structured(op, {std::move(operand)}, std::move(attrs), to.empty() ? nullptr : &shape);
+  };
+  auto unfold = [&](NodePtr x, int64_t kh, int64_t kw, int64_t dh, int64_t dw) {
+    return structured(OpKind::Unfold, std::move(x), {1, kh, kw, 1, 1, 0, 0, dh, dw});
+  };
+  // conv2d over the padded width: a window one column wide, its rows laid end to end, a
+  // window one row high over them, cut to whole rows.
+  const NodePtr padded = param(DType::Float32, {2, 3, 7, 8});
+  const NodePtr columns = unfold(padded, 3, 1, 1, 1);  // [2, 1, 9, 5, 8]
+  const NodePtr laid = structured(OpKind::Reshape, columns, {}, {2, 9, 1, 40});
+  const NodePtr rows = unfold(laid, 1, 3, 1, 1);  // [2, 1, 27, 1, 38]
+  const NodePtr b = structured(OpKind::Reshape, structured(OpKind::Slice, rows, {4, 0, 1}, {2, 1, 27, 1, 32}), {},
+                               {2, 1, 27, 32});
+  EXPECT_EQ(window_rows_base(*b), padded.get());
+  // A window wider than one column: its rows laid end to end skip the columns it cannot
+  // reach, so they are not one run.
+  const NodePtr wide = unfold(padded, 3, 2, 1, 1);  // [2, 1, 18, 5, 7]
+  EXPECT_EQ(window_rows_base(*structured(OpKind::Reshape, wide, {}, {2, 18, 1, 35})), nullptr);
+  EXPECT_EQ(window_rows_base(*wide), padded.get());  // its rows alone are
+  // A slice that skips along the rows, or cuts the inner dim of a merged run.
+  EXPECT_EQ(window_rows_base(*structured(OpKind::Slice, wide, {4, 0, 2}, {2, 1, 18, 5, 4})), nullptr);
+  const NodePtr cut = structured(OpKind::Slice, columns, {4, 0, 1}, {2, 1, 9, 5, 6});
+  EXPECT_EQ(window_rows_base(*structured(OpKind::Reshape, cut, {}, {2, 9, 1, 30})), nullptr);
+  // Rows read across a slice of the base's other dims, and a split of its last dim.
+  const NodePtr top = structured(OpKind::Slice, padded, {2, 0, 1}, {2, 3, 6, 8});
+  EXPECT_EQ(window_rows_base(*unfold(top, 3, 3, 1, 1)), padded.get());
+  const NodePtr flat = param(DType::Float32, {2, 3, 56});
+  EXPECT_EQ(window_rows_base(*unfold(structured(OpKind::Reshape, flat, {}, {2, 3, 7, 8}), 3, 3, 1, 1)), flat.get());
+  // A value read through no window is not a window.
+  EXPECT_EQ(window_rows_base(*structured(OpKind::Reshape, flat, {}, {6, 56})), nullptr);
+}
+
 /// The groups are in the graph key: sizes that keep them keep the key, sizes that change
 /// them change it (a kernel maps its index by them).
 TEST(GraphKeyTest, AReshapesGroupsAreInTheKeyAndTheirSizesAreNot) {

@@ -119,6 +119,8 @@ TEST(ConvTest, GradientsMatchTheInterpreter) {
       {{1, 5, 7, 9}, {7, 5, 3, 2}, 1, {1, 0}, {2, 1}},  // more output channels than MR rows
       {{2, 4, 9, 8}, {4, 2, 3, 3}, {2, 1}, 1, 1, 2},    // groups, stride along H only
       {{1, 2, 8, 8}, {3, 2, 3, 3}, 2, 1},              // stride 2: the window is packed
+      {{1, 2, 5, 6}, {3, 2, 3, 3}, 1, 3},              // more padding than the window reaches
+      {{2, 4, 6, 7}, {6, 2, 2, 3}, 1, {0, 2}, {2, 1}, 2},  // groups, dilation, uneven padding
       {{0, 3, 5, 5}, {4, 3, 3, 3}, 1, 1},              // no images: zero gradients
   };
   std::mt19937 rng(107);
@@ -137,6 +139,26 @@ TEST(ConvTest, GradientsMatchTheInterpreter) {
       expect_matches(grads[1], context + " weight gradient", y.numel() / k.w[0]);
     }
   }
+}
+
+// With stride 1 a convolution is one product per image, over the padded width: OH rows of
+// Wp columns (5 x 8 here, 40 columns where OW is 6), read in place (rows_of_b, no pack_b);
+// the columns past each row's OW are dropped as the result is stored. Its gradients read
+// their windows in place too.
+TEST(ConvTest, StrideOneIsAProductPerImageOverThePaddedWidth) {
+  Tensor x = ones({2, 3, 5, 6});
+  x.requires_grad_();
+  const Tensor w = ones({4, 3, 3, 3});
+  const Tensor y = conv2d(x, w, Tensor(), 1, 1);
+  const std::string ir = dump({y}, DumpFormat::LazyIr), plan = dump({y}, DumpFormat::Plan);
+  const size_t product = ir.find("= matmul ");
+  ASSERT_NE(product, std::string::npos) << ir;
+  EXPECT_EQ(ir.substr(ir.find(':', product), ir.find('\n', product) - ir.find(':', product)), ": float32[2,1,4,40]") << ir;
+  EXPECT_NE(plan.find("rows_of_b"), std::string::npos) << plan;
+  EXPECT_EQ(plan.find("pack_b"), std::string::npos) << plan;
+  const std::string backward = dump({grad(sum(y), {x})[0]}, DumpFormat::Plan);
+  EXPECT_EQ(backward.find("pack_b"), std::string::npos) << backward;
+  EXPECT_EQ(y.to_vector<float>()[6 + 1], 27.0f);  // [0, 0, 1, 1]: a full 3x3 window of 3 channels
 }
 
 // With stride 1 the input's gradient is itself a convolution (conv2d's own rule): no col2im

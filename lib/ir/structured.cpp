@@ -471,23 +471,81 @@ Node::Attrs reshape_groups(const Shape& from, const Shape& to) {
   return groups;
 }
 
+namespace {
+
+/// The dims other than 1 of a reshape's operand in the group of dims that ends at its result
+/// dim `dim` (ir::reshape_groups), outermost first: empty where no group ends at `dim`.
+std::vector<int64_t> group_ending_at(const Node& reshape, int64_t dim) {
+  const Shape &to = reshape.shape(), &from = reshape.operands()[0]->shape();
+  std::vector<int64_t> from_dims;
+  for (int64_t d = 0; d < static_cast<int64_t>(from.size()); ++d) {
+    if (from[d] != 1) from_dims.push_back(d);
+  }
+  if (to[dim] == 1) return {};
+  const Node::Attrs& groups = reshape.attrs();
+  if (groups.empty()) {  // one group: the linear index, which ends at the last dim other than 1
+    for (int64_t d = dim + 1; d < static_cast<int64_t>(to.size()); ++d) {
+      if (to[d] != 1) return {};
+    }
+    return from_dims;
+  }
+  size_t entry = 0;
+  int64_t taken = 0;  // from's dims in the groups before
+  for (int64_t d = 0; d < dim; ++d) {
+    if (to[d] != 1) taken += groups[entry++];
+  }
+  return {from_dims.begin() + taken, from_dims.begin() + taken + groups[entry]};
+}
+
+}  // namespace
+
 const Node* window_rows_base(const Node& operand) {
+  // `run`: the dims of `node` that a step along the operand's last dim moves, outermost first:
+  // one dim, or (below a reshape that merged them) several, each step moving the innermost
+  // and carrying into the next. At the base they must be its last dims other than 1, in
+  // order: a step is then a step of its buffer.
   const Node* node = &operand;
-  int64_t column = node->rank() - 1;  // the dim of `node` that holds the operand's last dim
+  std::vector<int64_t> run = {node->rank() - 1};
   bool window = false;
   for (;; node = node->operands()[0].get()) {
+    const Node::Attrs& attrs = node->attrs();
     if (node->op() == OpKind::Permute) {
-      column = node->attrs()[column];
+      for (int64_t& d : run) d = attrs[d];
     } else if (node->op() == OpKind::Unfold) {
-      const Window w = Window::of(node->attrs());
-      if (w.ph != 0 || w.pw != 0 || column != 4 || w.sw != 1) return nullptr;
-      column = 3;  // [n, g, (c, i, j), oh, ow] reads [n, c, oh*sh + i*dh, ow + j*dw]
+      // [n, g, (c, i, j), oh, ow] reads [n, c, oh*sh + i*dh, ow + j*dw]: ow steps along W
+      // when sw is 1, and (oh, ow) along (H, W) as one run when a window row is one column
+      // wide and the rows do not skip (kw 1, sh 1).
+      const Window w = Window::of(attrs);
+      if (w.ph != 0 || w.pw != 0 || w.sw != 1) return nullptr;
+      if (run == std::vector<int64_t>{4}) {
+        run = {3};
+      } else if (run == std::vector<int64_t>{3, 4} && w.kw == 1 && w.sh == 1) {
+        run = {2, 3};
+      } else {
+        return nullptr;
+      }
       window = true;
+    } else if (node->op() == OpKind::Slice) {  // {dim, start, step}: an offset, unless it skips
+      const bool in_run = std::find(run.begin(), run.end(), attrs[0]) != run.end();
+      if (in_run && (attrs[2] != 1 || (attrs[0] == run.back() && run.size() > 1))) return nullptr;
+    } else if (node->op() == OpKind::Reshape && run.size() == 1) {
+      run = group_ending_at(*node, run[0]);
+      if (run.empty()) return nullptr;
     } else {
       break;
     }
   }
-  return window && column == node->rank() - 1 ? node : nullptr;
+  if (!window) return nullptr;
+  const Shape& shape = node->shape();
+  size_t next = 0;
+  for (int64_t d = run.front(); d < static_cast<int64_t>(shape.size()); ++d) {
+    if (next < run.size() && d == run[next]) {
+      ++next;
+    } else if (shape[d] != 1) {
+      return nullptr;  // a dim between or after the run's that is not 1
+    }
+  }
+  return next == run.size() ? node : nullptr;
 }
 
 absl::StatusOr<NodePtr> make_structured(OpKind op, Node::Operands operands, Node::Attrs attrs, const Shape* given) {

@@ -77,9 +77,11 @@ struct Window {
 };
 
 /// The node whose buffer a matrix operand reads row by row through a sliding window: under
-/// permutes, an unpadded unfold with stride 1 along W whose column dim (ow) is the operand's
-/// last dim, and below it (through more permutes) a node whose last dim that is. A row of
-/// the operand is then a unit-stride run of that node's buffer. Null for any other operand.
+/// permutes, slices and reshapes, an unpadded unfold with stride 1 along W whose column dim
+/// (ow) is the operand's last dim, and below it a node whose last dim that is. A reshape may
+/// merge (oh, ow) of an unfold one column wide into one run (a convolution over the padded
+/// width: conv2d), or merge the base's last dims. A row of the operand is then a
+/// unit-stride run of that node's buffer. Null for any other operand.
 /// Lowering reads such an operand in place (window_in_place); autograd orients a product's
 /// gradient so that the window is such an operand.
 const Node* window_rows_base(const Node& operand);

@@ -221,51 +221,23 @@ GraphValues::WindowSource GraphValues::window_source(int node, const std::vector
 Id GraphValues::offset_in(int node, int base, const Index& index) {
   if (node == base) return linear_of(node, index);
   const ir::Node& n = *graph_.nodes[node];
-  const std::vector<Id> dims = dims_of(node, index);
-  std::vector<Id> in(dims.size());
+  Index in;
   if (n.op() == OpKind::Unfold) {  // no padding: the padded position is the position
+    const std::vector<Id> dims = dims_of(node, index);
     const WindowSource source = window_source(node, dims);
-    in = {dims[0], source.channel, source.padded_h, source.padded_w};
-  } else if (n.op() == OpKind::Permute) {  // result dim d is operand dim attrs[d]
-    for (size_t d = 0; d < dims.size(); ++d) in[n.attrs()[d]] = dims[d];
+    in.dims = {dims[0], source.channel, source.padded_h, source.padded_w};
+  } else if (n.op() == OpKind::Permute || n.op() == OpKind::Slice || n.op() == OpKind::Reshape) {
+    in = view_source(node, index);
   } else {
     internal_error(std::string(ir::op_name(n.op())) + " between a matmul and the operand it reads in place");
   }
-  return offset_in(graph_.operands[node][0], base, Index{std::move(in)});
+  return offset_in(graph_.operands[node][0], base, in);
 }
 
 Id GraphValues::view(int node, const Index& index) {
   const ir::Node& n = *graph_.nodes[node];
   const int operand = graph_.operands[node][0];
   switch (n.op()) {
-    case OpKind::Reshape: {
-      if (n.attrs().empty() || index.dims.empty()) return at(operand, Index{{}, linear_of(node, index)});
-      // By groups (ir::reshape_groups): a group's result dims are ravelled and unravelled into
-      // its operand dims, a group of one dim on each side passes its index through, and unit
-      // dims read 0. The linear index is the same.
-      const ir::Shape& in = graph_.nodes[operand]->shape();
-      std::vector<Id> dims(in.size(), k_.index(0));
-      size_t next = 0;  // the first operand dim not yet in a group
-      size_t group = 0;
-      Id linear = kir::kNone;  // the open group's result index
-      for (int d = 0; d < n.rank(); ++d) {
-        if (n.shape()[d] == 1) continue;
-        linear = linear == kir::kNone ? index.dims[d] : k_.add(k_.mul(linear, dim(node, d)), index.dims[d]);
-        const int64_t taken = n.attrs()[group++];
-        if (taken == 0) continue;
-        std::vector<int> group_dims;
-        while (static_cast<int64_t>(group_dims.size()) < taken) {
-          if (in[next] != 1) group_dims.push_back(static_cast<int>(next));
-          ++next;
-        }
-        for (size_t g = group_dims.size(); g-- > 0;) {
-          dims[group_dims[g]] = g == 0 ? linear : k_.rem(linear, dim(operand, group_dims[g]));
-          if (g > 0) linear = k_.div(linear, dim(operand, group_dims[g]));
-        }
-        linear = kir::kNone;
-      }
-      return at(operand, Index{std::move(dims), index.linear});
-    }
     case OpKind::IndexSelect:
     case OpKind::Gather: {
       // The index is read and checked against the operand's dim before any element is read
@@ -313,6 +285,40 @@ Id GraphValues::view(int node, const Index& index) {
     }
     default: break;
   }
+  return at(operand, view_source(node, index));
+}
+
+GraphValues::Index GraphValues::view_source(int node, const Index& index) {
+  const ir::Node& n = *graph_.nodes[node];
+  const int operand = graph_.operands[node][0];
+  if (n.op() == OpKind::Reshape) {
+    if (n.attrs().empty() || index.dims.empty()) return Index{{}, linear_of(node, index)};
+    // By groups (ir::reshape_groups): a group's result dims are ravelled and unravelled into
+    // its operand dims, a group of one dim on each side passes its index through, and unit
+    // dims read 0. The linear index is the same.
+    const ir::Shape& in = graph_.nodes[operand]->shape();
+    std::vector<Id> dims(in.size(), k_.index(0));
+    size_t next = 0;  // the first operand dim not yet in a group
+    size_t group = 0;
+    Id linear = kir::kNone;  // the open group's result index
+    for (int d = 0; d < n.rank(); ++d) {
+      if (n.shape()[d] == 1) continue;
+      linear = linear == kir::kNone ? index.dims[d] : k_.add(k_.mul(linear, dim(node, d)), index.dims[d]);
+      const int64_t taken = n.attrs()[group++];
+      if (taken == 0) continue;
+      std::vector<int> group_dims;
+      while (static_cast<int64_t>(group_dims.size()) < taken) {
+        if (in[next] != 1) group_dims.push_back(static_cast<int>(next));
+        ++next;
+      }
+      for (size_t g = group_dims.size(); g-- > 0;) {
+        dims[group_dims[g]] = g == 0 ? linear : k_.rem(linear, dim(operand, group_dims[g]));
+        if (g > 0) linear = k_.div(linear, dim(operand, group_dims[g]));
+      }
+      linear = kir::kNone;
+    }
+    return Index{std::move(dims), index.linear};
+  }
   // Index arithmetic alone (permute, slice, expand, ...), shared with the interpreter.
   class Expressions final : public ir::IndexArith {
    public:
@@ -333,7 +339,7 @@ Id GraphValues::view(int node, const Index& index) {
   if (!ir::operand_index(n, expressions, std::vector<ir::IndexArith::Value>(dims.begin(), dims.end()), in)) {
     internal_error("unknown view " + std::string(ir::op_name(n.op())));
   }
-  return at(operand, Index{std::vector<Id>(in.begin(), in.end())});
+  return Index{std::vector<Id>(in.begin(), in.end())};
 }
 
 }  // namespace lazyjit::lowering

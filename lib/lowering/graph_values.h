@@ -40,8 +40,9 @@ class GraphValues {
     memo_.clear();
   }
 
-  /// The offset in `base`'s buffer of element `index` of `node`, a chain of permutes and
-  /// sliding windows without padding over `base` (window_in_place): no value is read.
+  /// The offset in `base`'s buffer of element `index` of `node`, a chain of permutes, slices,
+  /// reshapes and sliding windows without padding over `base` (window_in_place): no value is
+  /// read.
   kir::Id offset_in(int node, int base, const Index& index);
 
   /// Size of dim `d` of `node`: the constant 1 for the unit dims the key fixes, else a dim
@@ -67,6 +68,9 @@ class GraphValues {
  private:
   kir::Id compute(int node, const Index& index);
   kir::Id view(int node, const Index& index);
+  /// Where view `node` (a reshape, or a view of ir::operand_index: permute, slice, expand,
+  /// ...) reads its operand for element `index`.
+  Index view_source(int node, const Index& index);
   /// A sliding-window view (Unfold, UnfoldTranspose): the operand at clamped indices,
   /// selected where the window reaches it.
   kir::Id window(int node, const Index& index);

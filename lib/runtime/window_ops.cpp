@@ -114,29 +114,33 @@ Tensor covered_by_window(const Tensor& x, Size2 kernel, Size2 stride, Size2 padd
          unsqueeze(along(ow, x.shape()[3], kernel.w, stride.w, padding.w), 0);
 }
 
-/// conv2d's own gradient rule when its stride is 1 and its padding at most the dilated
-/// window's reach (else its nodes' rules give the gradients). The input's gradient is then a
+/// conv2d's own gradient rule (its stride is 1) where its padding is at most the dilated
+/// window's reach (else its nodes' rules give the gradients). `padded` is the input with its
+/// padding stored (conv2d), and `hp` its padded height. The input's gradient is then a
 /// convolution too, of g with the weights flipped and transposed per group, padded by
 /// d*(k-1) - p: the product reads g's window in place, where the nodes' rules would store a
 /// product K times the input and sum its windows (col2im). The weight's is the window times
 /// g^T (the window read in place, by rows), summed over the batch and the output rows; the
 /// bias's is g summed over all but the channels.
 void give_conv2d_gradient(const Tensor& result, const Tensor& x, const Tensor& weight, const Tensor& bias,
-                          const Tensor& view, Size2 stride, Size2 padding, Size2 dilation, int64_t groups) {
+                          const Tensor& padded, int64_t hp, Size2 padding, Size2 dilation, int64_t groups) {
   const int64_t kh = weight.shape()[2], kw = weight.shape()[3];
   const Size2 reach{dilation.h * (kh - 1) - padding.h, dilation.w * (kw - 1) - padding.w};
-  if (stride.h != 1 || stride.w != 1 || reach.h < 0 || reach.w < 0) return;
+  if (reach.h < 0 || reach.w < 0) return;
   // The rule keeps neither tensors nor nodes (runtime/custom_gradient.h): a tensor it kept
-  // would be live, and each step barrier would materialise it (the window: im2col).
-  std::weak_ptr<const ir::Node> w_node = value_of(weight, "conv2d"), view_node = value_of(view, "conv2d");
+  // would be live, and each step barrier would materialise it (the window: im2col). The
+  // padding is an operand of the result's product, so it lives as long as the result does.
+  std::weak_ptr<const ir::Node> w_node = value_of(weight, "conv2d"), padded_node = value_of(padded, "conv2d");
   std::vector<std::weak_ptr<const ir::Node>> inputs = {value_of(x, "conv2d"), w_node};
   if (bias.defined()) inputs.push_back(value_of(bias, "conv2d"));
   runtime::set_custom_gradient(
       result.impl()->ir_value(),
-      {std::move(inputs), [w_node, view_node, reach, dilation, groups, has_bias = bias.defined()](const Tensor& g) {
-         const Tensor w = traced::pending(w_node.lock()), view = traced::pending(view_node.lock());
+      {std::move(inputs), [w_node, padded_node, hp, reach, dilation, groups, has_bias = bias.defined()](const Tensor& g) {
+         const Tensor w = traced::pending(w_node.lock());
          const int64_t out_channels = w.shape()[0], per_group = out_channels / groups, kh = w.shape()[2], kw = w.shape()[3];
          const int64_t in_per_group = w.shape()[1];
+         const Tensor view = window_view("conv2d", slice(traced::pending(padded_node.lock()), 2, 0, hp), groups,
+                                         {kh, kw}, 1, 0, dilation);
          const Tensor by_group = reshape(flip(w, {2, 3}), {groups, per_group, in_per_group, kh, kw});
          const Tensor turned = reshape(permute(by_group, {0, 2, 1, 3, 4}), {groups * in_per_group, per_group, kh, kw});
          const Tensor dx = conv2d(g, turned, Tensor(), 1, reach, dilation, groups);
@@ -145,6 +149,49 @@ void give_conv2d_gradient(const Tensor& result, const Tensor& x, const Tensor& w
          const Tensor dw = sum(matmul(permute(view, {0, 3, 1, 2, 4}), rows), {0, 1});  // [groups, K, O/groups]
          return std::vector<Tensor>{dx, reshape(permute(dw, {0, 2, 1}), w.shape()), has_bias ? sum(g, {0, 2, 3}) : Tensor()};
        }});
+}
+
+/// conv2d with stride 1, as a product per image over the padded width: its columns are the
+/// output rows laid end to end at the padded pitch wp, so that column p + 1 of a window row
+/// is the element after column p, across the ends of rows, and the wp - ow columns past each
+/// row's end are computed and then dropped. Its rows are (c, i, j): a window one column wide
+/// gives (c, i), over the rows laid end to end, and a window one row high over that gives j.
+/// The padding is stored once, with a row of zeros more below (the last row's dropped
+/// columns read it); the product reads its windows in place, and the bias is its epilogue.
+Tensor conv2d_unit_stride(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 padding, Size2 dilation,
+                          int64_t groups) {
+  const int64_t n = x.shape()[0], channels = x.shape()[1], out_channels = weight.shape()[0];
+  const Size2 kernel{weight.shape()[2], weight.shape()[3]};
+  const int64_t hp = x.shape()[2] + 2 * padding.h, wp = x.shape()[3] + 2 * padding.w;
+  const int64_t k = weight.shape()[1] * kernel.h * kernel.w;  // the product's depth
+  const Tensor padded = zero_pad(x, padding, {padding.h + 1, padding.w});
+  // The window the weight's gradient reads, and the shape checks.
+  const Tensor view = window_view("conv2d", slice(padded, 2, 0, hp), groups, kernel, 1, 0, dilation);
+  const int64_t oh = view.shape()[3], ow = view.shape()[4];
+  const Tensor columns = window_view("conv2d", padded, groups, {kernel.h, 1}, 1, 0, {dilation.h, 1});
+  const Tensor laid = reshape(columns, {n, channels * kernel.h, 1, (oh + 1) * wp});
+  const Tensor rows = window_view("conv2d", laid, groups, {1, kernel.w}, 1, 0, {1, dilation.w});
+  Tensor out = matmul(reshape(weight, {groups, out_channels / groups, k}),
+                      reshape(slice(rows, 4, 0, oh * wp), {n, groups, k, oh * wp}));
+  if (bias.defined()) out = out + reshape(bias.to(out.dtype()), {groups, out_channels / groups, 1});
+  const Tensor result = slice(reshape(out, {n, out_channels, oh, wp}), 3, 0, ow);
+  give_conv2d_gradient(result, x, weight, bias, padded, hp, padding, dilation, groups);
+  return result;
+}
+
+/// conv2d with a stride other than 1: a product per output row, [groups, O/groups, K] @
+/// [N, OH, groups, K, OW], whose columns (ow) read the padded input at the stride. The
+/// padding is stored once and the product reads the window in place when the stride along W
+/// is 1; the bias is its epilogue, and one pass puts the rows in NCHW order.
+Tensor conv2d_strided(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 stride, Size2 padding,
+                      Size2 dilation, int64_t groups) {
+  const int64_t out_channels = weight.shape()[0];
+  const Size2 kernel{weight.shape()[2], weight.shape()[3]};
+  const int64_t k = weight.shape()[1] * kernel.h * kernel.w;
+  const Tensor view = window_view("conv2d", zero_pad(x, padding, padding), groups, kernel, stride, 0, dilation);
+  Tensor out = matmul(reshape(weight, {groups, out_channels / groups, k}), permute(view, {0, 3, 1, 2, 4}));
+  if (bias.defined()) out = out + reshape(bias.to(out.dtype()), {groups, out_channels / groups, 1});
+  return reshape(permute(out, {0, 2, 3, 1, 4}), {x.shape()[0], out_channels, view.shape()[3], view.shape()[4]});
 }
 
 }  // namespace
@@ -181,19 +228,9 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 s
     throw Error(fmt::format("conv2d: expected a bias of shape [{}], got {}", out_channels, shape_text(bias)));
   }
   const Size2 kernel{weight.shape()[2], weight.shape()[3]};
-  // The padding stored once, so that the product reads the window in place (unpadded, its
-  // rows are runs of the input at unit stride when the stride is 1).
   check_window_args("conv2d", stride, padding, dilation);
-  const Tensor view = window_view("conv2d", zero_pad(x, padding, padding), groups, kernel, stride, 0, dilation);
-  const int64_t oh = view.shape()[3], ow = view.shape()[4];
-  // [groups, O/groups, C/groups * kh*kw] @ [N, OH, groups, C/groups * kh*kw, OW]: a product per
-  // output row, whose columns (ow) read the input at unit stride when the stride is 1; the
-  // bias is its epilogue, and one pass puts the rows in NCHW order.
-  Tensor out = matmul(reshape(weight, {groups, out_channels / groups, view.shape()[2]}), permute(view, {0, 3, 1, 2, 4}));
-  if (bias.defined()) out = out + reshape(bias.to(out.dtype()), {groups, out_channels / groups, 1});
-  const Tensor result = reshape(permute(out, {0, 2, 3, 1, 4}), {x.shape()[0], out_channels, oh, ow});
-  give_conv2d_gradient(result, x, weight, bias, view, stride, padding, dilation, groups);
-  return result;
+  return stride.h == 1 && stride.w == 1 ? conv2d_unit_stride(x, weight, bias, padding, dilation, groups)
+                                         : conv2d_strided(x, weight, bias, stride, padding, dilation, groups);
 }
 
 Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride, int64_t padding,
