@@ -143,22 +143,33 @@ TEST(ConvTest, GradientsMatchTheInterpreter) {
 
 // With stride 1 a convolution is one product per image, over the padded width: OH rows of
 // Wp columns (5 x 8 here, 40 columns where OW is 6), read in place (rows_of_b, no pack_b);
-// the columns past each row's OW are dropped as the result is stored. Its gradients read
-// their windows in place too.
+// the columns past each row's OW are dropped as the result is stored. Its input's gradient
+// reads its window in place too, and its weight's is one product per image over all 40
+// positions ([2, 1, 27, 4]: K = 3*3*3 rows, 4 output channels), not one per output row.
 TEST(ConvTest, StrideOneIsAProductPerImageOverThePaddedWidth) {
-  Tensor x = ones({2, 3, 5, 6});
+  Tensor x = ones({2, 3, 5, 6}), w = ones({4, 3, 3, 3});
   x.requires_grad_();
-  const Tensor w = ones({4, 3, 3, 3});
+  w.requires_grad_();
   const Tensor y = conv2d(x, w, Tensor(), 1, 1);
-  const std::string ir = dump({y}, DumpFormat::LazyIr), plan = dump({y}, DumpFormat::Plan);
-  const size_t product = ir.find("= matmul ");
-  ASSERT_NE(product, std::string::npos) << ir;
-  EXPECT_EQ(ir.substr(ir.find(':', product), ir.find('\n', product) - ir.find(':', product)), ": float32[2,1,4,40]") << ir;
+  auto product_shapes = [](const Tensor& t) {
+    const std::string ir = dump({t}, DumpFormat::LazyIr);
+    std::vector<std::string> shapes;
+    for (size_t at = ir.find("= matmul "); at != std::string::npos; at = ir.find("= matmul ", at + 1)) {
+      const size_t colon = ir.find(':', at);
+      shapes.push_back(ir.substr(colon + 2, ir.find('\n', at) - colon - 2));
+    }
+    return shapes;
+  };
+  EXPECT_EQ(product_shapes(y), std::vector<std::string>{"float32[2,1,4,40]"});
+  const std::string plan = dump({y}, DumpFormat::Plan);
   EXPECT_NE(plan.find("rows_of_b"), std::string::npos) << plan;
   EXPECT_EQ(plan.find("pack_b"), std::string::npos) << plan;
-  const std::string backward = dump({grad(sum(y), {x})[0]}, DumpFormat::Plan);
+  const std::vector<Tensor> grads = grad(sum(y), {x, w});
+  const std::string backward = dump({grads[0]}, DumpFormat::Plan);
   EXPECT_EQ(backward.find("pack_b"), std::string::npos) << backward;
+  EXPECT_EQ(product_shapes(grads[1]), std::vector<std::string>{"float32[2,1,27,4]"});  // g is ones: no forward
   EXPECT_EQ(y.to_vector<float>()[6 + 1], 27.0f);  // [0, 0, 1, 1]: a full 3x3 window of 3 channels
+  EXPECT_EQ(grads[1].to_vector<float>()[4], 2 * 5 * 6.0f);  // [0, 0, 1, 1]: every output reads x there
 }
 
 // With stride 1 the input's gradient is itself a convolution (conv2d's own rule): no col2im

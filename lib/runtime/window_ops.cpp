@@ -114,16 +114,32 @@ Tensor covered_by_window(const Tensor& x, Size2 kernel, Size2 stride, Size2 padd
          unsqueeze(along(ow, x.shape()[3], kernel.w, stride.w, padding.w), 0);
 }
 
-/// conv2d's own gradient rule (its stride is 1) where its padding is at most the dilated
-/// window's reach (else its nodes' rules give the gradients). `padded` is the input with its
-/// padding stored (conv2d), and `hp` its padded height. The input's gradient is then a
-/// convolution too, of g with the weights flipped and transposed per group, padded by
-/// d*(k-1) - p: the product reads g's window in place, where the nodes' rules would store a
-/// product K times the input and sum its windows (col2im). The weight's is the window times
-/// g^T (the window read in place, by rows), summed over the batch and the output rows; the
-/// bias's is g summed over all but the channels.
+/// A stride-1 convolution's window over the padded width: [N, groups, C/groups * kh*kw,
+/// oh * wp], the rows (c, i, j) of the product and its columns the output rows laid end to
+/// end at the padded pitch wp, so that column p + 1 is the element of `padded` after column
+/// p's, across the ends of rows (the wp - ow columns past each row's end are not the
+/// convolution's). A window one column wide gives (c, i) over the rows laid end to end, and a
+/// window one row high over that gives j. `padded` is the input with its padding and a row of
+/// zeros more below, which the last row's columns past its end read.
+Tensor padded_width_window(const Tensor& padded, int64_t groups, Size2 kernel, Size2 dilation, int64_t oh) {
+  const int64_t n = padded.shape()[0], channels = padded.shape()[1], wp = padded.shape()[3];
+  const Tensor columns = window_view("conv2d", padded, groups, {kernel.h, 1}, 1, 0, {dilation.h, 1});
+  const Tensor laid = reshape(columns, {n, channels * kernel.h, 1, (oh + 1) * wp});
+  const Tensor rows = window_view("conv2d", laid, groups, {1, kernel.w}, 1, 0, {1, dilation.w});
+  return reshape(slice(rows, 4, 0, oh * wp), {n, groups, channels / groups * kernel.h * kernel.w, oh * wp});
+}
+
+/// conv2d's own gradient rule (stride 1, conv2d_unit_stride) where its padding is at most the
+/// dilated window's reach (else its nodes' rules give the gradients). `padded` is the input
+/// as conv2d_unit_stride stores it. The input's gradient is then a convolution too, of g with
+/// the weights flipped and transposed per group, padded by d*(k-1) - p: the product reads
+/// g's window in place, where the nodes' rules would store a product K times the input and
+/// sum its windows (col2im). The weight's is the padded-width window times g^T, g with zeros
+/// in the columns past each row's end: one product per image over all its output positions,
+/// which reads the window in place by rows, summed over the images. The bias's is g summed
+/// over all but the channels.
 void give_conv2d_gradient(const Tensor& result, const Tensor& x, const Tensor& weight, const Tensor& bias,
-                          const Tensor& padded, int64_t hp, Size2 padding, Size2 dilation, int64_t groups) {
+                          const Tensor& padded, Size2 padding, Size2 dilation, int64_t groups) {
   const int64_t kh = weight.shape()[2], kw = weight.shape()[3];
   const Size2 reach{dilation.h * (kh - 1) - padding.h, dilation.w * (kw - 1) - padding.w};
   if (reach.h < 0 || reach.w < 0) return;
@@ -135,18 +151,18 @@ void give_conv2d_gradient(const Tensor& result, const Tensor& x, const Tensor& w
   if (bias.defined()) inputs.push_back(value_of(bias, "conv2d"));
   runtime::set_custom_gradient(
       result.impl()->ir_value(),
-      {std::move(inputs), [w_node, padded_node, hp, reach, dilation, groups, has_bias = bias.defined()](const Tensor& g) {
-         const Tensor w = traced::pending(w_node.lock());
+      {std::move(inputs), [w_node, padded_node, reach, dilation, groups, has_bias = bias.defined()](const Tensor& g) {
+         const Tensor w = traced::pending(w_node.lock()), padded = traced::pending(padded_node.lock());
          const int64_t out_channels = w.shape()[0], per_group = out_channels / groups, kh = w.shape()[2], kw = w.shape()[3];
          const int64_t in_per_group = w.shape()[1];
-         const Tensor view = window_view("conv2d", slice(traced::pending(padded_node.lock()), 2, 0, hp), groups,
-                                         {kh, kw}, 1, 0, dilation);
          const Tensor by_group = reshape(flip(w, {2, 3}), {groups, per_group, in_per_group, kh, kw});
          const Tensor turned = reshape(permute(by_group, {0, 2, 1, 3, 4}), {groups * in_per_group, per_group, kh, kw});
          const Tensor dx = conv2d(g, turned, Tensor(), 1, reach, dilation, groups);
          const std::vector<int64_t> y = g.shape();
-         const Tensor rows = permute(reshape(g, {y[0], groups, per_group, y[2], y[3]}), {0, 3, 1, 4, 2});
-         const Tensor dw = sum(matmul(permute(view, {0, 3, 1, 2, 4}), rows), {0, 1});  // [groups, K, O/groups]
+         const int64_t wp = padded.shape()[3];
+         const Tensor window = padded_width_window(padded, groups, {kh, kw}, dilation, y[2]);
+         const Tensor laid = reshape(zero_pad(g, 0, {0, wp - y[3]}), {y[0], groups, per_group, y[2] * wp});
+         const Tensor dw = sum(matmul(window, transpose(laid, 2, 3)), {0});  // [groups, K, O/groups]
          return std::vector<Tensor>{dx, reshape(permute(dw, {0, 2, 1}), w.shape()), has_bias ? sum(g, {0, 2, 3}) : Tensor()};
        }});
 }
@@ -160,22 +176,19 @@ void give_conv2d_gradient(const Tensor& result, const Tensor& x, const Tensor& w
 /// columns read it); the product reads its windows in place, and the bias is its epilogue.
 Tensor conv2d_unit_stride(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 padding, Size2 dilation,
                           int64_t groups) {
-  const int64_t n = x.shape()[0], channels = x.shape()[1], out_channels = weight.shape()[0];
+  const int64_t n = x.shape()[0], out_channels = weight.shape()[0];
   const Size2 kernel{weight.shape()[2], weight.shape()[3]};
   const int64_t hp = x.shape()[2] + 2 * padding.h, wp = x.shape()[3] + 2 * padding.w;
-  const int64_t k = weight.shape()[1] * kernel.h * kernel.w;  // the product's depth
   const Tensor padded = zero_pad(x, padding, {padding.h + 1, padding.w});
-  // The window the weight's gradient reads, and the shape checks.
+  // The convolution's window over the padding less the row below: the shape checks, and its
+  // extent.
   const Tensor view = window_view("conv2d", slice(padded, 2, 0, hp), groups, kernel, 1, 0, dilation);
   const int64_t oh = view.shape()[3], ow = view.shape()[4];
-  const Tensor columns = window_view("conv2d", padded, groups, {kernel.h, 1}, 1, 0, {dilation.h, 1});
-  const Tensor laid = reshape(columns, {n, channels * kernel.h, 1, (oh + 1) * wp});
-  const Tensor rows = window_view("conv2d", laid, groups, {1, kernel.w}, 1, 0, {1, dilation.w});
-  Tensor out = matmul(reshape(weight, {groups, out_channels / groups, k}),
-                      reshape(slice(rows, 4, 0, oh * wp), {n, groups, k, oh * wp}));
+  const Tensor window = padded_width_window(padded, groups, kernel, dilation, oh);
+  Tensor out = matmul(reshape(weight, {groups, out_channels / groups, window.shape()[2]}), window);
   if (bias.defined()) out = out + reshape(bias.to(out.dtype()), {groups, out_channels / groups, 1});
   const Tensor result = slice(reshape(out, {n, out_channels, oh, wp}), 3, 0, ow);
-  give_conv2d_gradient(result, x, weight, bias, padded, hp, padding, dilation, groups);
+  give_conv2d_gradient(result, x, weight, bias, padded, padding, dilation, groups);
   return result;
 }
 
