@@ -1,7 +1,7 @@
-// Convolution and pooling over NCHW, PyTorch's conventions, as compositions over one
-// sliding-window view (ir::OpKind::Unfold, im2col that is never stored): a convolution is
-// a matmul of the weights with the view (the packed micro-kernel reads through it as it
-// packs, and applies the bias as its epilogue), a pooling a fold over the window dim.
+// Convolution and pooling over NCHW, PyTorch's conventions, as compositions over
+// sliding-window views (ir::OpKind::Unfold, im2col that is never stored): a convolution is
+// a matmul of the weights with a view of its stored padding (which the micro-kernel reads
+// in place, or reads through as it packs), a pooling a fold over the window dim.
 #include <cmath>
 #include <limits>
 #include <tuple>
@@ -167,13 +167,9 @@ void give_conv2d_gradient(const Tensor& result, const Tensor& x, const Tensor& w
        }});
 }
 
-/// conv2d with stride 1, as a product per image over the padded width: its columns are the
-/// output rows laid end to end at the padded pitch wp, so that column p + 1 of a window row
-/// is the element after column p, across the ends of rows, and the wp - ow columns past each
-/// row's end are computed and then dropped. Its rows are (c, i, j): a window one column wide
-/// gives (c, i), over the rows laid end to end, and a window one row high over that gives j.
-/// The padding is stored once, with a row of zeros more below (the last row's dropped
-/// columns read it); the product reads its windows in place, and the bias is its epilogue.
+/// conv2d with stride 1: one product per image, of the weights with padded_width_window,
+/// which reads the stored padding in place. The pass that stores the result adds the bias
+/// and drops the columns past each row's end.
 Tensor conv2d_unit_stride(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 padding, Size2 dilation,
                           int64_t groups) {
   const int64_t n = x.shape()[0], out_channels = weight.shape()[0];
@@ -195,7 +191,7 @@ Tensor conv2d_unit_stride(const Tensor& x, const Tensor& weight, const Tensor& b
 /// conv2d with a stride other than 1: a product per output row, [groups, O/groups, K] @
 /// [N, OH, groups, K, OW], whose columns (ow) read the padded input at the stride. The
 /// padding is stored once and the product reads the window in place when the stride along W
-/// is 1; the bias is its epilogue, and one pass puts the rows in NCHW order.
+/// is 1; one pass adds the bias and puts the rows in NCHW order.
 Tensor conv2d_strided(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 stride, Size2 padding,
                       Size2 dilation, int64_t groups) {
   const int64_t out_channels = weight.shape()[0];
@@ -240,7 +236,6 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 s
   if (bias.defined() && (bias.dim() != 1 || bias.shape()[0] != out_channels)) {
     throw Error(fmt::format("conv2d: expected a bias of shape [{}], got {}", out_channels, shape_text(bias)));
   }
-  const Size2 kernel{weight.shape()[2], weight.shape()[3]};
   check_window_args("conv2d", stride, padding, dilation);
   return stride.h == 1 && stride.w == 1 ? conv2d_unit_stride(x, weight, bias, padding, dilation, groups)
                                          : conv2d_strided(x, weight, bias, stride, padding, dilation, groups);
