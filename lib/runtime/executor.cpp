@@ -47,6 +47,7 @@ struct Executor::Arena {
   explicit Arena(int threads)
       : stack(tbb::global_control::thread_stack_size, kCompileThreadStackBytes), arena(threads) {
     arena.initialize();
+    if (threads > 1) arena.enqueue([] {});  // oneTBB starts a worker when it has a task for one
   }
   tbb::global_control stack;
   tbb::task_arena arena;
