@@ -471,30 +471,45 @@ Node::Attrs reshape_groups(const Shape& from, const Shape& to) {
   return groups;
 }
 
+void for_each_reshape_group(const Node& reshape, absl::FunctionRef<void(int, std::span<const int>)> f) {
+  const Shape &to = reshape.shape(), &from = reshape.operands()[0]->shape();
+  std::vector<int> from_dims;
+  for (size_t d = 0; d < from.size(); ++d) {
+    if (from[d] != 1) from_dims.push_back(static_cast<int>(d));
+  }
+  const std::span<const int> all(from_dims);
+  size_t entry = 0, taken = 0;
+  for (size_t d = 0; d < to.size(); ++d) {
+    if (to[d] == 1) continue;
+    const auto count = static_cast<size_t>(reshape.attrs()[entry++]);
+    if (count == 0) continue;
+    f(static_cast<int>(d), all.subspan(taken, count));
+    taken += count;
+  }
+}
+
 namespace {
 
 /// The dims other than 1 of a reshape's operand in the group of dims that ends at its result
-/// dim `dim` (ir::reshape_groups), outermost first: empty where no group ends at `dim`.
+/// dim `dim`, outermost first: empty where no group ends at `dim`.
 std::vector<int64_t> group_ending_at(const Node& reshape, int64_t dim) {
-  const Shape &to = reshape.shape(), &from = reshape.operands()[0]->shape();
-  std::vector<int64_t> from_dims;
-  for (int64_t d = 0; d < static_cast<int64_t>(from.size()); ++d) {
-    if (from[d] != 1) from_dims.push_back(d);
-  }
+  const Shape& to = reshape.shape();
   if (to[dim] == 1) return {};
-  const Node::Attrs& groups = reshape.attrs();
-  if (groups.empty()) {  // one group: the linear index, which ends at the last dim other than 1
-    for (int64_t d = dim + 1; d < static_cast<int64_t>(to.size()); ++d) {
+  std::vector<int64_t> group;
+  if (reshape.attrs().empty()) {  // one group, the linear index: it ends at the last dim other than 1
+    for (size_t d = dim + 1; d < to.size(); ++d) {
       if (to[d] != 1) return {};
     }
-    return from_dims;
+    const Shape& from = reshape.operands()[0]->shape();
+    for (size_t d = 0; d < from.size(); ++d) {
+      if (from[d] != 1) group.push_back(static_cast<int64_t>(d));
+    }
+    return group;
   }
-  size_t entry = 0;
-  int64_t taken = 0;  // from's dims in the groups before
-  for (int64_t d = 0; d < dim; ++d) {
-    if (to[d] != 1) taken += groups[entry++];
-  }
-  return {from_dims.begin() + taken, from_dims.begin() + taken + groups[entry]};
+  for_each_reshape_group(reshape, [&](int end, std::span<const int> from_dims) {
+    if (end == dim) group.assign(from_dims.begin(), from_dims.end());
+  });
+  return group;
 }
 
 }  // namespace

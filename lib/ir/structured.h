@@ -6,6 +6,7 @@
 #include <span>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "ir/node.h"
 
@@ -30,6 +31,11 @@ bool unit_dims_only(const Shape& from, const Shape& to);
 /// in a reshape's attrs (so in the graph key), and a kernel maps its index group by group: a
 /// group of one dim on each side costs no arithmetic, and a group divides by its own dims only.
 Node::Attrs reshape_groups(const Shape& from, const Shape& to);
+
+/// A reshape's groups (its attrs, from reshape_groups; not empty): f(end, from_dims) for each
+/// in order, with `end` the result dim it ends at and `from_dims` the operand's dims other
+/// than 1 in it, outermost first.
+void for_each_reshape_group(const Node& reshape, absl::FunctionRef<void(int, std::span<const int>)> f);
 
 /// A node of a non-elementwise op, checked by structured_result. Operands are not promoted:
 /// callers convert them first (cat and matmul take one dtype).

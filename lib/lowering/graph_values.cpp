@@ -296,27 +296,20 @@ GraphValues::Index GraphValues::view_source(int node, const Index& index) {
     // By groups (ir::reshape_groups): a group's result dims are ravelled and unravelled into
     // its operand dims, a group of one dim on each side passes its index through, and unit
     // dims read 0. The linear index is the same.
-    const ir::Shape& in = graph_.nodes[operand]->shape();
-    std::vector<Id> dims(in.size(), k_.index(0));
-    size_t next = 0;  // the first operand dim not yet in a group
-    size_t group = 0;
-    Id linear = kir::kNone;  // the open group's result index
-    for (int d = 0; d < n.rank(); ++d) {
-      if (n.shape()[d] == 1) continue;
-      linear = linear == kir::kNone ? index.dims[d] : k_.add(k_.mul(linear, dim(node, d)), index.dims[d]);
-      const int64_t taken = n.attrs()[group++];
-      if (taken == 0) continue;
-      std::vector<int> group_dims;
-      while (static_cast<int64_t>(group_dims.size()) < taken) {
-        if (in[next] != 1) group_dims.push_back(static_cast<int>(next));
-        ++next;
+    std::vector<Id> dims(graph_.nodes[operand]->rank(), k_.index(0));
+    int first = 0;  // the first result dim of the next group
+    ir::for_each_reshape_group(n, [&](int end, std::span<const int> from) {
+      Id linear = kir::kNone;  // the group's result index
+      for (int d = first; d <= end; ++d) {
+        if (n.shape()[d] == 1) continue;
+        linear = linear == kir::kNone ? index.dims[d] : k_.add(k_.mul(linear, dim(node, d)), index.dims[d]);
       }
-      for (size_t g = group_dims.size(); g-- > 0;) {
-        dims[group_dims[g]] = g == 0 ? linear : k_.rem(linear, dim(operand, group_dims[g]));
-        if (g > 0) linear = k_.div(linear, dim(operand, group_dims[g]));
+      first = end + 1;
+      for (size_t g = from.size(); g-- > 0;) {
+        dims[from[g]] = g == 0 ? linear : k_.rem(linear, dim(operand, from[g]));
+        if (g > 0) linear = k_.div(linear, dim(operand, from[g]));
       }
-      linear = kir::kNone;
-    }
+    });
     return Index{std::move(dims), index.linear};
   }
   // Index arithmetic alone (permute, slice, expand, ...), shared with the interpreter.

@@ -130,8 +130,9 @@ Tensor padded_width_window(const Tensor& padded, int64_t groups, Size2 kernel, S
 }
 
 /// conv2d's own gradient rule (stride 1, conv2d_unit_stride) where its padding is at most the
-/// dilated window's reach (else its nodes' rules give the gradients). `padded` is the input
-/// as conv2d_unit_stride stores it. The input's gradient is then a convolution too, of g with
+/// dilated window's reach (else its nodes' rules give the gradients). `window` is the
+/// forward product's padded_width_window, of padded width `wp`. The input's gradient is then
+/// a convolution too, of g with
 /// the weights flipped and transposed per group, padded by d*(k-1) - p: the product reads
 /// g's window in place, where the nodes' rules would store a product K times the input and
 /// sum its windows (col2im). The weight's is the padded-width window times g^T, g with zeros
@@ -139,29 +140,28 @@ Tensor padded_width_window(const Tensor& padded, int64_t groups, Size2 kernel, S
 /// which reads the window in place by rows, summed over the images. The bias's is g summed
 /// over all but the channels.
 void give_conv2d_gradient(const Tensor& result, const Tensor& x, const Tensor& weight, const Tensor& bias,
-                          const Tensor& padded, Size2 padding, Size2 dilation, int64_t groups) {
+                          const Tensor& window, int64_t wp, Size2 padding, Size2 dilation, int64_t groups) {
   const int64_t kh = weight.shape()[2], kw = weight.shape()[3];
   const Size2 reach{dilation.h * (kh - 1) - padding.h, dilation.w * (kw - 1) - padding.w};
   if (reach.h < 0 || reach.w < 0) return;
   // The rule keeps neither tensors nor nodes (runtime/custom_gradient.h): a tensor it kept
   // would be live, and each step barrier would materialise it (the window: im2col). The
-  // padding is an operand of the result's product, so it lives as long as the result does.
-  std::weak_ptr<const ir::Node> w_node = value_of(weight, "conv2d"), padded_node = value_of(padded, "conv2d");
+  // window is an operand of the result's product, so it lives as long as the result does.
+  std::weak_ptr<const ir::Node> w_node = value_of(weight, "conv2d"), window_node = value_of(window, "conv2d");
   std::vector<std::weak_ptr<const ir::Node>> inputs = {value_of(x, "conv2d"), w_node};
   if (bias.defined()) inputs.push_back(value_of(bias, "conv2d"));
   runtime::set_custom_gradient(
       result.impl()->ir_value(),
-      {std::move(inputs), [w_node, padded_node, reach, dilation, groups, has_bias = bias.defined()](const Tensor& g) {
-         const Tensor w = traced::pending(w_node.lock()), padded = traced::pending(padded_node.lock());
+      {std::move(inputs), [w_node, window_node, wp, reach, dilation, groups, has_bias = bias.defined()](const Tensor& g) {
+         const Tensor w = traced::pending(w_node.lock());
          const int64_t out_channels = w.shape()[0], per_group = out_channels / groups, kh = w.shape()[2], kw = w.shape()[3];
          const int64_t in_per_group = w.shape()[1];
          const Tensor by_group = reshape(flip(w, {2, 3}), {groups, per_group, in_per_group, kh, kw});
          const Tensor turned = reshape(permute(by_group, {0, 2, 1, 3, 4}), {groups * in_per_group, per_group, kh, kw});
          const Tensor dx = conv2d(g, turned, Tensor(), 1, reach, dilation, groups);
          const std::vector<int64_t> y = g.shape();
-         const int64_t wp = padded.shape()[3];
-         const Tensor window = padded_width_window(padded, groups, {kh, kw}, dilation, y[2]);
          const Tensor laid = reshape(zero_pad(g, 0, {0, wp - y[3]}), {y[0], groups, per_group, y[2] * wp});
+         const Tensor window = traced::pending(window_node.lock());
          const Tensor dw = sum(matmul(window, transpose(laid, 2, 3)), {0});  // [groups, K, O/groups]
          return std::vector<Tensor>{dx, reshape(permute(dw, {0, 2, 1}), w.shape()), has_bias ? sum(g, {0, 2, 3}) : Tensor()};
        }});
@@ -184,7 +184,7 @@ Tensor conv2d_unit_stride(const Tensor& x, const Tensor& weight, const Tensor& b
   Tensor out = matmul(reshape(weight, {groups, out_channels / groups, window.shape()[2]}), window);
   if (bias.defined()) out = out + reshape(bias.to(out.dtype()), {groups, out_channels / groups, 1});
   const Tensor result = slice(reshape(out, {n, out_channels, oh, wp}), 3, 0, ow);
-  give_conv2d_gradient(result, x, weight, bias, padded, padding, dilation, groups);
+  give_conv2d_gradient(result, x, weight, bias, window, wp, padding, dilation, groups);
   return result;
 }
 
