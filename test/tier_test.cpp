@@ -555,10 +555,18 @@ int64_t ulps(T a, T b) {
   return std::abs(ordered(a) - ordered(b));
 }
 
+/// f's values on `tier`; on tier 0, every kernel ran there (none compiled earlier in the
+/// process stood in for it).
 template <class T>
 std::vector<T> on_tier(Tier tier, const std::function<Tensor()>& f) {
   tests::ScopedTier scoped(tier);
-  return f().template to_vector<T>();
+  const Metrics before = metrics();
+  std::vector<T> values = f().template to_vector<T>();
+  if (tier == Tier::Interpret) {
+    EXPECT_GT(metrics().tier0_kernel_runs, before.tier0_kernel_runs);
+    EXPECT_EQ(metrics().tier0_kernel_runs - before.tier0_kernel_runs, metrics().kernels_launched - before.kernels_launched);
+  }
+  return values;
 }
 
 /// docs/semantics.md, "Tiers": math functions may differ between the tiers in their last
@@ -596,7 +604,7 @@ void expect_math_within_ulps() {
       {"pow", everywhere([](const Tensor& x) { return pow(abs(x) + 0.01, x * 0.5); })},
   };
   for (const auto& [name, f] : ops) {
-    const std::vector<T> a = on_tier<T>(Tier::Compile, f), b = on_tier<T>(Tier::Interpret, f);
+    const std::vector<T> b = on_tier<T>(Tier::Interpret, f), a = on_tier<T>(Tier::Compile, f);
     int64_t worst = 0;
     for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, ulps(a[i], b[i]));
     EXPECT_LE(worst, kMathUlps) << name << " " << dtype_name(dtype);
@@ -616,7 +624,7 @@ TEST(TierTest, FloatSumsDifferBetweenTiersWithinTheReorderingBound) {
   for (size_t i = 0; i < values.size(); ++i) values[i] = std::sin(0.37f * static_cast<float>(i)) * 100.0f;
   const Tensor x = Tensor::from_vector<float>(values, {64, 1000});
   const auto f = [&] { return sum(x, {1}); };
-  const std::vector<float> a = on_tier<float>(Tier::Compile, f), b = on_tier<float>(Tier::Interpret, f);
+  const std::vector<float> b = on_tier<float>(Tier::Interpret, f), a = on_tier<float>(Tier::Compile, f);
   for (int64_t r = 0; r < 64; ++r) {
     double magnitude = 0;
     for (int64_t c = 0; c < 1000; ++c) magnitude += std::fabs(values[r * 1000 + c]);

@@ -35,7 +35,8 @@ enum class Tier {
   Auto,       ///< kernels not compiled yet run at once on tier 0, an interpreter of the kernel IR;
               ///< from a graph's second run LLVM compiles them in the background, and compiled
               ///< code runs from then on (a graph run once is never compiled)
-  Interpret,  ///< tier 0 only: never compile (short scripts, tests of semantics)
+  Interpret,  ///< tier 0 only: never compile, and run every kernel on tier 0, even one
+              ///< compiled earlier in the process (short scripts, tests of semantics)
   Compile,    ///< wait for compiled code (no warm-up: benchmarks, tests of compilation)
 };
 /// Sets the tier of later materialisations (default: LAZYJIT_TIER, else Auto).

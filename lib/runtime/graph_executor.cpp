@@ -106,7 +106,7 @@ void GraphExecutor::materialize(std::vector<std::shared_ptr<detail::TensorImpl>>
       return;
     }
     std::shared_ptr<const Tier0Graph> code = interpreted(graph, std::move(plan), aliases, key, tier == Tier::Auto);
-    execute(graph, {code->plan, nullptr, code.get()}, aliases, targets, keep_history);
+    execute(graph, {code->plan, nullptr, code.get(), tier == Tier::Interpret}, aliases, targets, keep_history);
     // Queued once its second run has given the user its results (Tier0Graph::take_pending):
     // compiling beside that run would slow it down.
     if (std::shared_ptr<GraphCompiler::Lowered> job = code->take_pending()) compile_in_background(key, std::move(job));
@@ -299,7 +299,7 @@ void GraphExecutor::execute(const ir::Graph& graph, const Code& code, std::span<
     const Clock::time_point kernel_start = profile != nullptr ? Clock::now() : Clock::time_point();
     if (code.compiled != nullptr) {
       status = executor_.run(code.compiled->function(k), frame.args.data(), frame.dims.data(), count, work);
-    } else if (const auto& compiled = code.tier0->compiled[k]) {
+    } else if (const auto& compiled = code.tier0->compiled[k]; compiled != nullptr && !code.tier0_only) {
       status = executor_.run(compiled->function(), frame.args.data(), frame.dims.data(), count, work);
     } else {
       status = executor_.run(code.tier0->kernels[k], frame.args.data(), frame.dims.data(), count, work);

@@ -117,11 +117,12 @@ class GraphExecutor {
   /// compiled form lands in the compile cache.
   void compile_in_background(const ir::Hash128& key, std::shared_ptr<GraphCompiler::Lowered> job);
   /// What runs a graph's kernels: its compiled code, or tier 0 (with the kernels compiled
-  /// for other graphs).
+  /// for other graphs, under auto; under LAZYJIT_TIER=0, tier 0 runs them all).
   struct Code {
     const lowering::KernelPlan& plan;
     const codegen::CompiledGraph* compiled = nullptr;
     const Tier0Graph* tier0 = nullptr;
+    bool tier0_only = false;
   };
   void execute(const ir::Graph& graph, const Code& code, std::span<const lowering::Alias> aliases,
                const std::vector<std::shared_ptr<detail::TensorImpl>>& targets, bool keep_history);
