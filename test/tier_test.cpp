@@ -616,6 +616,63 @@ TEST(TierTest, MathFunctionsDifferBetweenTiersByAFewUlpsAtMost) {
   expect_math_within_ulps<double>();
 }
 
+/// Maximum and minimum folds: tier 0 keeps a block's maxima in lanes, compiled code in the
+/// vectoriser's; both give the in-order result to the bit, NaN (the same quiet NaN) and
+/// signed zeros included. Rows of every length around the lanes' width, with a NaN early,
+/// late or nowhere, and ties of -0 and +0.
+template <class T>
+void expect_extrema_in_order_on_both_tiers() {
+  constexpr int64_t kRows = 6;
+  for (const int64_t n : {1, 15, 16, 17, 33, 1000, 1031}) {
+    std::vector<T> values(static_cast<size_t>(kRows * n));
+    for (int64_t r = 0; r < kRows; ++r) {
+      for (int64_t i = 0; i < n; ++i) {
+        T& v = values[static_cast<size_t>(r * n + i)];
+        v = static_cast<T>(((i * 37 + r * 11) % 23) - 11);
+        if constexpr (std::is_floating_point_v<T>) {
+          if (r == 1) v = i % 2 == 0 ? T(-0.0) : T(0.0);             // zeros alone: +0 the maximum, -0 the minimum
+          if (r == 2) v = i % 3 == 0 ? T(-0.0) : -std::abs(v) - 1;  // -0 above everything else
+          if (r == 3 && i == n / 2) v = std::numeric_limits<T>::quiet_NaN();
+          if (r == 4 && i == n - 1) v = std::numeric_limits<T>::quiet_NaN();
+        }
+      }
+    }
+    const Tensor x = Tensor::from_vector<T>(values, {kRows, n});
+    for (const bool maximum : {true, false}) {
+      const auto f = [&] { return maximum ? amax(x, {1}) : amin(x, {1}); };
+      const std::vector<T> got[] = {on_tier<T>(Tier::Interpret, f), on_tier<T>(Tier::Compile, f)};
+      for (int64_t r = 0; r < kRows; ++r) {
+        T want = values[static_cast<size_t>(r * n)];  // in order
+        for (int64_t i = 1; i < n; ++i) {
+          const T v = values[static_cast<size_t>(r * n + i)];
+          if constexpr (std::is_floating_point_v<T>) {
+            if (std::isnan(want) || std::isnan(v)) {
+              want = std::numeric_limits<T>::quiet_NaN();
+              continue;
+            }
+            if (v == want) {  // equal: +0 is above -0
+              want = maximum == std::signbit(want) ? v : want;
+              continue;
+            }
+          }
+          want = maximum ? std::max(want, v) : std::min(want, v);
+        }
+        for (int compiled = 0; compiled < 2; ++compiled) {
+          EXPECT_EQ(std::memcmp(&got[compiled][r], &want, sizeof(T)), 0)
+              << (compiled ? "compiled" : "tier 0") << (maximum ? " amax" : " amin") << ", rows of " << n << ", row " << r
+              << ": " << got[compiled][r] << ", not " << want;
+        }
+      }
+    }
+  }
+}
+
+TEST(TierTest, MaximumAndMinimumFoldsAreTheInOrderResultOnBothTiers) {
+  expect_extrema_in_order_on_both_tiers<float>();
+  expect_extrema_in_order_on_both_tiers<double>();
+  expect_extrema_in_order_on_both_tiers<int32_t>();
+}
+
 /// Float sums: the tiers add a row's elements in different orders (compiled code as LLVM's
 /// vectoriser splits it into lanes, tier 0 in kFoldLanes lanes per block); each is within
 /// the usual bound of a reordered sum, n * eps * sum |x|.

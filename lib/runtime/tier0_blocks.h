@@ -19,8 +19,9 @@ using BlockFn = void (*)(const void* const* operands, void* out, int64_t n);
 /// `out[i]` = the Rand or Randn value of (seed, counters[i]).
 using RandomFn = void (*)(uint64_t seed, const int64_t* counters, void* out, int64_t n);
 /// `*accumulator = combine(*accumulator, values[0..n))`: in order for every combine but a
-/// float Add; a float Add sums the block in
-/// kFoldLanes lanes (element i into lane i % kFoldLanes) and adds their fixed-order total.
+/// float Add, Maximum and Minimum; a float Add sums the block in kFoldLanes lanes (element
+/// i into lane i % kFoldLanes) and adds their fixed-order total; Maximum and Minimum keep
+/// lanes too, which gives the in-order result exactly (they are associative and commutative).
 using FoldFn = void (*)(const void* values, int64_t n, void* accumulator);
 /// The micro-kernel of kir::MicroKernel: tile[r][j] = sum over kk < k of A(r, kk) * B(kk, j)
 /// for the MR x NR tile of matmul_tiling, from zero, kk ascending, one fused multiply-add

@@ -246,6 +246,22 @@ void fold(const void* values_raw, int64_t n, void* accumulator) {
       for (int j = 0; j < width; ++j) lanes[j] += lanes[j + width];
     }
     acc += lanes[0];
+  } else if constexpr (op == OpKind::Maximum || op == OpKind::Minimum) {
+    // maximum and minimum are commutative and associative, to the bit (a NaN wins as the
+    // same quiet NaN, +0 beats -0 for maximum): the block's maxima kept in lanes and then
+    // combined are the in-order result, without one compare waiting on the last.
+    const auto combine = [](T a, T b) {
+      const T x[2] = {a, b};
+      return sem::apply_same<T>(op, x);
+    };
+    T lanes[kFoldLanes];
+    for (T& lane : lanes) lane = acc;
+    int64_t i = 0;
+    for (; i + kFoldLanes <= n; i += kFoldLanes) {
+      for (int j = 0; j < kFoldLanes; ++j) lanes[j] = combine(lanes[j], static_cast<T>(values[i + j]));
+    }
+    for (; i < n; ++i) acc = combine(acc, static_cast<T>(values[i]));
+    for (const T lane : lanes) acc = combine(acc, lane);
   } else {
     for (int64_t i = 0; i < n; ++i) {
       const T x[2] = {acc, static_cast<T>(values[i])};
