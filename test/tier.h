@@ -19,4 +19,11 @@ class ScopedTier {
   Tier before_;
 };
 
+/// Kernel launches since `before` that tier 0 did not run (compiled code stood in for it):
+/// 0 for a run under Tier::Interpret, which runs every kernel on tier 0.
+inline int64_t launches_not_on_tier0(const Metrics& before) {
+  const Metrics now = metrics();
+  return (now.kernels_launched - before.kernels_launched) - (now.tier0_kernel_runs - before.tier0_kernel_runs);
+}
+
 }  // namespace lazyjit::tests

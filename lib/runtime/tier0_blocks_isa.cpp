@@ -234,6 +234,10 @@ void random(uint64_t seed, const int64_t* counters, void* out_raw, int64_t n) {
 template <OpKind op, class T>
 void fold(const void* values_raw, int64_t n, void* accumulator) {
   const auto* values = static_cast<const Stored<T>*>(values_raw);
+  const auto combine = [](T a, T b) {
+    const T x[2] = {a, b};
+    return sem::apply_same<T>(op, x);
+  };
   T acc = get<T>(accumulator, 0);
   if constexpr (op == OpKind::Add && std::is_floating_point_v<T>) {
     T lanes[kFoldLanes] = {};
@@ -250,10 +254,6 @@ void fold(const void* values_raw, int64_t n, void* accumulator) {
     // maximum and minimum are commutative and associative, to the bit (a NaN wins as the
     // same quiet NaN, +0 beats -0 for maximum): the block's maxima kept in lanes and then
     // combined are the in-order result, without one compare waiting on the last.
-    const auto combine = [](T a, T b) {
-      const T x[2] = {a, b};
-      return sem::apply_same<T>(op, x);
-    };
     T lanes[kFoldLanes];
     for (T& lane : lanes) lane = acc;
     int64_t i = 0;
@@ -263,10 +263,7 @@ void fold(const void* values_raw, int64_t n, void* accumulator) {
     for (; i < n; ++i) acc = combine(acc, static_cast<T>(values[i]));
     for (const T lane : lanes) acc = combine(acc, lane);
   } else {
-    for (int64_t i = 0; i < n; ++i) {
-      const T x[2] = {acc, static_cast<T>(values[i])};
-      acc = sem::apply_same<T>(op, x);
-    }
+    for (int64_t i = 0; i < n; ++i) acc = combine(acc, static_cast<T>(values[i]));
   }
   *static_cast<Stored<T>*>(accumulator) = static_cast<Stored<T>>(acc);
 }
