@@ -370,6 +370,74 @@ TEST(TierZeroTest, AShortNestThatReadsWhereItStoresRunsFlattenedWhereItsRowsDoNo
   }
 }
 
+/// A flattened nest's rows stay rows: index values of its two variables are affine in each
+/// (a stride per lane and one per row), so its loads and stores run a row at a time, where
+/// they are not affine across the whole block. Each pattern against the nest run in order:
+/// a tile stored into a wider matrix, a transposed read and a transposed store, a value per
+/// row and one per column, a clamp that binds in some columns, and quotients and remainders
+/// that are affine by rows (/ 32, % 32) or not at all (/ 4, % 4).
+TEST(TierZeroTest, AFlattenedNestReadsAndStoresItsRowsAsRows) {
+  kir::Builder k;
+  const int x = k.new_buffer(DType::Float32), per_row = k.new_buffer(DType::Float32), per_col = k.new_buffer(DType::Float32);
+  const int out = k.new_buffer(DType::Float32), out_t = k.new_buffer(DType::Float32);
+  const kir::Id pitch = k.dim(k.new_dim()), r0 = k.dim(k.new_dim()), c0 = k.dim(k.new_dim()), lim = k.dim(k.new_dim());
+  const kir::Id rows = k.min(k.index(6), k.dim(k.new_dim())), cols = k.min(k.index(32), k.dim(k.new_dim()));
+  auto f32 = [&](kir::Id i) { return k.convert(i, DType::Float32); };
+  auto add = [&](kir::Id a, kir::Id b) { return k.op(ir::OpKind::Add, DType::Float32, {a, b}); };
+  k.loop(k.begin(), k.end(), [&](kir::Id) {
+    k.loop(k.index(0), rows, [&](kir::Id r) {
+      k.loop(k.index(0), cols, [&](kir::Id j) {
+        const kir::Id row = k.add(r0, r), col = k.add(c0, j);
+        const kir::Id wide = k.add(k.mul(r, k.index(32)), j), narrow = k.add(k.mul(r, k.index(8)), j);
+        kir::Id v = k.op(ir::OpKind::Mul, DType::Float32, {k.load(per_row, row), k.load(per_col, col)});
+        v = add(v, k.load(x, k.add(k.mul(col, pitch), row)));
+        v = add(v, f32(k.min(col, lim)));
+        v = add(v, f32(k.add(k.mul(k.div(wide, k.index(32)), k.index(1000)), k.rem(wide, k.index(32)))));
+        v = add(v, f32(k.add(k.mul(k.div(narrow, k.index(4)), k.index(100000)), k.rem(narrow, k.index(4)))));
+        k.store(out, k.add(k.mul(row, pitch), col), v);
+        k.store(out_t, k.add(k.mul(col, pitch), row), f32(k.add(k.mul(r, k.index(100)), j)));
+      });
+    });
+  });
+  k.kernel().kind = "tile";
+  k.kernel().count = k.index(1);
+  k.kernel().work = k.index(192);
+  const runtime::Tier0Kernel kernel(k.take());
+  EXPECT_EQ(kernel.shape().flattened, 1);
+  const int64_t w = 40, r0_value = 3, c0_value = 5;
+  for (const auto& [row_count, col_count] :
+       std::vector<std::pair<int64_t, int64_t>>{{6, 32}, {6, 8}, {1, 32}, {4, 3}, {5, 1}, {2, 31}, {0, 4}, {3, 0}}) {
+    for (const int64_t lim_value : {c0_value + 32, c0_value + 2}) {
+      std::vector<float> xs(static_cast<size_t>(w * w)), rs(static_cast<size_t>(w)), cs(static_cast<size_t>(w));
+      for (size_t i = 0; i < xs.size(); ++i) xs[i] = 0.5f * static_cast<float>(i % 61);
+      for (size_t i = 0; i < rs.size(); ++i) {
+        rs[i] = static_cast<float>(i) + 1.0f;
+        cs[i] = 0.25f * static_cast<float>(i);
+      }
+      std::vector<float> y(static_cast<size_t>(w * w), -1.0f), y_t(y.size(), -1.0f), want(y), want_t(y);
+      for (int64_t r = 0; r < row_count; ++r) {
+        for (int64_t j = 0; j < col_count; ++j) {
+          const int64_t row = r0_value + r, col = c0_value + j, wide = 32 * r + j, narrow = 8 * r + j;
+          float v = rs[static_cast<size_t>(row)] * cs[static_cast<size_t>(col)];
+          v += xs[static_cast<size_t>(col * w + row)];
+          v += static_cast<float>(std::min(col, lim_value));
+          v += static_cast<float>(wide / 32 * 1000 + wide % 32);
+          v += static_cast<float>(narrow / 4 * 100000 + narrow % 4);
+          want[static_cast<size_t>(row * w + col)] = v;
+          want_t[static_cast<size_t>(col * w + row)] = static_cast<float>(100 * r + j);
+        }
+      }
+      void* args[] = {xs.data(), rs.data(), cs.data(), y.data(), y_t.data()};
+      const int64_t dims[] = {w, r0_value, c0_value, lim_value, row_count, col_count};
+      ASSERT_EQ(kernel.run(args, dims, 0, 1), 0);
+      for (size_t i = 0; i < y.size(); ++i) {
+        ASSERT_EQ(y[i], want[i]) << row_count << "x" << col_count << " clamped at " << lim_value << ": " << i / w << " " << i % w;
+        ASSERT_EQ(y_t[i], want_t[i]) << row_count << "x" << col_count << " transposed: " << i / w << " " << i % w;
+      }
+    }
+  }
+}
+
 /// Stores at offsets read from data may write one element twice: such a nest runs in its
 /// order (the element written by iterations (7, 0) and, before it, (0, 1) ends with the
 /// former's value; inverted it would end with the latter's).

@@ -244,6 +244,8 @@ class NestInverter {
 
   /// How many nests invert() flattened.
   int flattened() const { return flattened_; }
+  /// Per nest flattened over two loops: the new loop's slot and the inner loop's length.
+  const std::vector<std::pair<int, Id>>& rows() const { return rows_; }
 
  private:
   /// The largest value `e` may take, if its expression bounds it.
@@ -415,6 +417,7 @@ class NestInverter {
     b_.substitute(inner.body, {{nest.slot, b_.add(nest.lo, b_.div(w, n))}, {inner.slot, b_.add(inner.lo, b_.rem(w, n))}});
     Stmt flat{.kind = Stmt::Kind::For, .slot = slot, .lo = zero, .hi = b_.mul(m, n)};
     flat.body = std::move(inner.body);
+    rows_.emplace_back(slot, n);
     return flat;
   }
 
@@ -447,6 +450,7 @@ class NestInverter {
   const kir::Kernel& k_;
   const CopyNests nests_;  // of the kernel as given
   int flattened_ = 0;
+  std::vector<std::pair<int, Id>> rows_;
 };
 
 }  // namespace
@@ -585,6 +589,10 @@ int Program::build_block_loop(const Stmt& s, int depth, const std::vector<bool>&
   loop.writes = written.buffers;
   std::vector<Id> uses;
   subtree_uses(s.body, uses);
+  for (const auto& [slot, length] : rows) {
+    if (slot == s.slot) loop.row = length;
+  }
+  if (loop.row != kir::kNone) uses.push_back(loop.row);  // read at the loop's entry
   const std::vector<Id> needed = closure(uses, computed);
   std::vector<bool> varying(k.exprs.size(), false);
   auto reads_written = [&](Id e) {
@@ -743,6 +751,7 @@ Tier0Kernel::Tier0Kernel(const kir::Kernel& kernel) {
   NestInverter inverter(builder);
   inverter.invert(builder.kernel().body);
   p->flattened = inverter.flattened();
+  p->rows = inverter.rows();
   p->k = std::move(builder.kernel());
   p->table = &tier0::block_table();
   p->analyse();

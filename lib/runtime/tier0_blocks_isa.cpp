@@ -314,8 +314,10 @@ template <> struct Simd<double> {
 
 /// One group of kGroup vectors of columns of the tile, all of K, accumulators in registers:
 /// tile[r][j] for j in [col, col + kGroup * lanes), kk ascending, one fused multiply-add each.
-template <class T, class S, int kMr, int kNr, int kGroup>
-inline void micro_group(const T* a, const int64_t* a_rows, bool packed_a, const T* b, int64_t k, int col, T* tile) {
+/// A's MR elements of step kk are rows[r][kk * step]: a packed panel's column (step MR), or
+/// each row where it lies (step 1). The row pointers are set once, outside the loop over K.
+template <class T, class S, int kMr, int kNr, int kGroup, int64_t kStep>
+inline void micro_group(const T* const (&rows)[kMr], const T* b, int64_t k, int col, T* tile) {
   using V = typename S::V;
   V acc[kMr][kGroup];
 #pragma GCC unroll 8
@@ -329,7 +331,7 @@ inline void micro_group(const T* a, const int64_t* a_rows, bool packed_a, const 
     for (int g = 0; g < kGroup; ++g) bv[g] = S::load(b + kk * kNr + col + g * S::kLanes);
 #pragma GCC unroll 8
     for (int r = 0; r < kMr; ++r) {
-      const V av = S::splat(packed_a ? a[a_rows[0] + kk * kMr + r] : a[a_rows[r] + kk]);
+      const V av = S::splat(rows[r][kk * kStep]);
 #pragma GCC unroll 8
       for (int g = 0; g < kGroup; ++g) acc[r][g] = S::fma(av, bv[g], acc[r][g]);
     }
@@ -354,8 +356,11 @@ void micro_kernel(const void* a_raw, const int64_t* a_rows, bool packed_a, const
   if constexpr (std::is_floating_point_v<T>) {
     using S = Simd<T>;
     constexpr int kGroup = 2;  // twelve accumulators: within 16 vector registers
+    const T* rows[kMr];
+    for (int r = 0; r < kMr; ++r) rows[r] = packed_a ? a + a_rows[0] + r : a + a_rows[r];
     for (int col = 0; col < kNr; col += kGroup * S::kLanes) {
-      micro_group<T, S, kMr, kNr, kGroup>(a, a_rows, packed_a, b, k, col, tile);
+      if (packed_a) micro_group<T, S, kMr, kNr, kGroup, kMr>(rows, b, k, col, tile);
+      else micro_group<T, S, kMr, kNr, kGroup, 1>(rows, b, k, col, tile);
     }
     return;
   }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "lowering/kir.h"
@@ -41,6 +42,10 @@ enum class Form : uint8_t {
 struct BlockLoop {
   Id var = kir::kNone;      ///< the loop variable's expression, if used
   int64_t block = 0;        ///< iterations per block
+  /// A flattened nest (tier0.cpp, NestInverter): its inner loop's length, invariant here. A
+  /// block then holds whole rows of it, and index values affine in each of the nest's two
+  /// variables stay affine over the block (a stride per lane and one per row).
+  Id row = kir::kNone;
   std::vector<Form> form;   ///< per expression the loop uses
   std::vector<int> slot;    ///< per expression: its block in the scratch, or -1
   int slots = 0;
@@ -115,6 +120,7 @@ struct Tier0Kernel::Program {
   std::vector<uint64_t> vars;      // per expr: the loop variables it reads, as slot bits
   std::vector<const Stmt*> copy_nest_stmts;  // the nests that run as copies (preparation only)
   int flattened = 0;                         // nests the inverter flattened (Tier0Kernel::shape)
+  std::vector<std::pair<int, Id>> rows;      // per flattened nest: its loop's slot, its inner loop's length
   std::vector<Id> root_hoisted;
   std::vector<Step> root;
   std::vector<tier0::BlockFn> fn;  // per Op expression: its block function

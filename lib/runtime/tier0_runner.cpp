@@ -139,6 +139,11 @@ template <class T> struct Broadcast {
   }
 };
 
+/// An affine index value's steps over a block: per lane of a row, and per row.
+struct Strides {
+  int64_t lane = 0, row = 0;
+};
+
 class Runner {
  public:
   explicit Runner(Frame& f)
@@ -147,7 +152,7 @@ class Runner {
         k_(f.p.k),
         ready_(k_.exprs.size()),
         affine_(k_.exprs.size()),
-        stride_(k_.exprs.size()),
+        strides_(k_.exprs.size()),
         in_place_(k_.exprs.size()),
         stored_over_of_(p_.loops.size()) {}
 
@@ -345,66 +350,90 @@ class Runner {
       by_size<Broadcast>(dtype_size(k_.exprs[e].dtype), out, static_cast<const void*>(f_.reg(e)), width_);
     } else {  // an affine Index value (the others are computed into their blocks)
       auto* o = reinterpret_cast<int64_t*>(out);
-      const int64_t base = f_.index(e), stride = stride_[e];
-      for (int64_t i = 0; i < n; ++i) o[i] = base + stride * i;
+      const int64_t base = f_.index(e);
+      const Strides s = strides_[e];
+      for_rows(n, [&](int64_t r, int64_t first, int64_t len) {
+        for (int64_t i = 0; i < len; ++i) o[first + i] = base + s.row * r + s.lane * i;
+      });
     }
     return out;
+  }
+
+  /// Calls f(row, its first lane, its lanes) for each row of a block of n lanes.
+  template <class F>
+  void for_rows(int64_t n, F&& f) const {
+    for (int64_t r = 0, first = 0; first < n; ++r, first += row_) f(r, first, std::min(row_, n - first));
+  }
+
+  /// The strides of x op y over this block's n lanes, where x and y are affine and so is the
+  /// result. The lanes are rows by columns (a rectangle that bounds a shorter last row), and
+  /// each side of an affine value's comparison is monotonic along both.
+  std::optional<Strides> affine_strides(kir::IndexOp op, Id x, Id y, int64_t n) const {
+    const int64_t bx = f_.index(x), by = f_.index(y);
+    const int64_t last_col = std::min(row_, n) - 1, last_row = (n - 1) / row_;
+    Strides sx = strides_of(x), sy = strides_of(y);
+    if (last_row == 0) sx.row = sy.row = 0;  // one row: no row strides
+    auto corners = [&](int64_t base, Strides s) {
+      const int64_t ends[4] = {base, base + s.lane * last_col, base + s.row * last_row,
+                               base + s.lane * last_col + s.row * last_row};
+      return std::pair{*std::min_element(ends, ends + 4), *std::max_element(ends, ends + 4)};
+    };
+    switch (op) {
+      case kir::IndexOp::Add: return Strides{sx.lane + sy.lane, sx.row + sy.row};
+      case kir::IndexOp::Sub: return Strides{sx.lane - sy.lane, sx.row - sy.row};
+      case kir::IndexOp::Mul:
+        if (sy.lane == 0 && sy.row == 0) return Strides{sx.lane * by, sx.row * by};
+        if (sx.lane == 0 && sx.row == 0) return Strides{sy.lane * bx, sy.row * bx};
+        return std::nullopt;
+      case kir::IndexOp::Min:
+      case kir::IndexOp::Max: {
+        // One side wins on every lane: x - y keeps one sign over the rectangle's corners.
+        const auto [lo, hi] = corners(bx - by, Strides{sx.lane - sy.lane, sx.row - sy.row});
+        const bool min = op == kir::IndexOp::Min;
+        if (min ? hi <= 0 : lo >= 0) return sx;
+        if (min ? lo >= 0 : hi <= 0) return sy;
+        return std::nullopt;
+      }
+      case kir::IndexOp::Div:
+      case kir::IndexOp::Rem: {
+        // A constant divisor; a dividend that does not decrease from a non-negative base.
+        if (sy.lane != 0 || sy.row != 0 || by <= 0 || bx < 0 || sx.lane < 0 || sx.row < 0) return std::nullopt;
+        const bool quotient = op == kir::IndexOp::Div;
+        if (bx / by == corners(bx, sx).second / by) return quotient ? Strides{} : sx;  // within one multiple
+        if (sx.row % by != 0) return std::nullopt;
+        if (sx.lane % by == 0) return quotient ? Strides{sx.lane / by, sx.row / by} : Strides{};
+        // Each row within one multiple (a flattened nest's variable over its rows).
+        if (bx % by + sx.lane * last_col < by) {
+          return quotient ? Strides{0, sx.row / by} : Strides{sx.lane, 0};
+        }
+        return std::nullopt;
+      }
+    }
+    return std::nullopt;
   }
 
   /// An Index expression over a block: affine when its operands are and its op keeps them so
   /// over these n lanes, else computed lane by lane.
   void compute_index(Id id, const Expr& e, int64_t n) {
     const Id x = e.operands[0], y = e.operands[1];
-    auto affine = [&](Id o) { return loop_->form[o] == Form::Uniform || affine_[o]; };
-    auto stride = [&](Id o) { return loop_->form[o] == Form::Uniform ? int64_t{0} : stride_[o]; };
     const auto op = static_cast<kir::IndexOp>(e.op);
-    if (affine(x) && affine(y)) {
-      const int64_t bx = f_.index(x), by = f_.index(y), sx = stride(x), sy = stride(y);
-      const int64_t last_x = bx + sx * (n - 1), last_y = by + sy * (n - 1);
-      std::optional<int64_t> s;
-      switch (op) {
-        case kir::IndexOp::Add: s = sx + sy; break;
-        case kir::IndexOp::Sub: s = sx - sy; break;
-        case kir::IndexOp::Mul:
-          if (sy == 0) s = sx * by;
-          else if (sx == 0) s = sy * bx;
-          break;
-        case kir::IndexOp::Min:
-        case kir::IndexOp::Max: {
-          // One side wins on every lane of the block (both are monotonic in the lane).
-          const bool lo = op == kir::IndexOp::Min;
-          auto wins = [&](int64_t a0, int64_t a1, int64_t b0, int64_t b1) {
-            return lo ? (a0 <= b0 && a1 <= b1) : (a0 >= b0 && a1 >= b1);
-          };
-          if (wins(bx, last_x, by, last_y)) s = sx;
-          else if (wins(by, last_y, bx, last_x)) s = sy;
-          break;
-        }
-        case kir::IndexOp::Div:
-        case kir::IndexOp::Rem:
-          // Constant divisor; the lanes stay within one multiple of it (or move by whole ones).
-          if (sy == 0 && by > 0 && bx >= 0 && sx >= 0 && last_x >= 0) {
-            if (sx % by == 0) s = op == kir::IndexOp::Div ? sx / by : 0;
-            else if (bx / by == last_x / by) s = op == kir::IndexOp::Div ? 0 : sx;
-          }
-          break;
-      }
-      if (s) {
+    if (affine_offset(x) && affine_offset(y)) {
+      if (const std::optional<Strides> s = affine_strides(op, x, y, n)) {
         eval(id);  // the base: lane 0's value
         ready_[id] = 0;
         affine_[id] = true;
-        stride_[id] = *s;
+        strides_[id] = *s;
         return;
       }
     }
     affine_[id] = false;
     set_ready(id);
     auto* o = reinterpret_cast<int64_t*>(block(id));
-    if ((op == kir::IndexOp::Div || op == kir::IndexOp::Rem) && affine(x) && loop_->form[y] == Form::Uniform &&
-        f_.index(y) > 0 && f_.index(x) >= 0 && stride(x) >= 0) {
+    if ((op == kir::IndexOp::Div || op == kir::IndexOp::Rem) && affine_offset(x) && one_stride(x, n) &&
+        loop_->form[y] == Form::Uniform && f_.index(y) > 0 && f_.index(x) >= 0 && strides_of(x).lane >= 0) {
       // An affine dividend crossing multiples of the divisor: quotient and remainder stepped
       // lane by lane, no division per lane.
-      const int64_t d = f_.index(y), step = stride(x), step_q = step / d, step_r = step % d;
+      const int64_t d = f_.index(y), step = strides_of(x).lane, step_q = step / d, step_r = step % d;
       int64_t q = f_.index(x) / d, r = f_.index(x) % d;
       const bool quotient = op == kir::IndexOp::Div;
       for (int64_t i = 0; i < n; ++i) {
@@ -477,9 +506,15 @@ class Runner {
     return reached;
   }
 
-  /// Whether offset `o` is affine over this block (else its lanes are in its block).
+  /// Whether index value `o` is affine over this block (else its lanes are in its block).
   bool affine_offset(Id o) const { return loop_->form[o] == Form::Uniform || affine_[o]; }
-  int64_t offset_stride(Id o) const { return loop_->form[o] == Form::Uniform ? 0 : stride_[o]; }
+  Strides strides_of(Id o) const { return loop_->form[o] == Form::Uniform ? Strides{} : strides_[o]; }
+  /// Whether affine `o` steps by one stride over all n lanes of the block: one row, or rows
+  /// that continue one another.
+  bool one_stride(Id o, int64_t n) const {
+    const Strides s = strides_of(o);
+    return n <= row_ || s.row == s.lane * row_;
+  }
 
   /// Computes block value `id` over n lanes.
   void compute(Id id, int64_t n) {
@@ -501,19 +536,21 @@ class Runner {
           return;
         }
         const Id o = e.operands[0];
-        if (e.kind == ExprKind::Load && e.dtype != DType::Bool && affine_offset(o) && offset_stride(o) == 1 &&
+        const bool affine = affine_offset(o), one = affine && one_stride(o, n);
+        if (e.kind == ExprKind::Load && e.dtype != DType::Bool && one && strides_of(o).lane == 1 &&
             (stored_over_ & bit(e.slot)) == 0) {
           in_place_[id] = base + f_.index(o) * size;  // read where it lies: nothing this loop stores reaches it
           return;
         }
-        if (!affine_offset(o)) {
+        if (!affine) {
           by_size<Gather>(size, out, base, reinterpret_cast<const int64_t*>(lanes(o, n)), n);
-        } else if (offset_stride(o) == 1) {
-          std::memcpy(out, base + f_.index(o) * size, static_cast<size_t>(n * size));
-        } else if (offset_stride(o) == 0) {
-          by_size<Broadcast>(size, out, static_cast<const void*>(base + f_.index(o) * size), n);
+        } else if (one) {
+          read_run(out, base, f_.index(o), strides_of(o).lane, n, size);
         } else {
-          by_size<Strided>(size, out, base, f_.index(o), offset_stride(o), n);
+          const Strides s = strides_of(o);
+          for_rows(n, [&](int64_t r, int64_t first, int64_t len) {
+            read_run(out + first * size, base, f_.index(o) + s.row * r, s.lane, len, size);
+          });
         }
         if (e.kind == ExprKind::Load && e.dtype == DType::Bool) {
           for (int64_t i = 0; i < n; ++i) out[i] = std::byte{out[i] != std::byte{0}};
@@ -540,13 +577,28 @@ class Runner {
     const std::byte* in = lanes(value, n);
     if (!affine_offset(offset)) {
       by_size<Scatter>(size, base, in, reinterpret_cast<const int64_t*>(lanes(offset, n)), n);
-    } else if (offset_stride(offset) == 1) {
-      std::memcpy(base + f_.index(offset) * size, in, static_cast<size_t>(n * size));
-    } else if (offset_stride(offset) == 0) {
-      std::memcpy(base + f_.index(offset) * size, in + (n - 1) * size, static_cast<size_t>(size));
+    } else if (one_stride(offset, n)) {
+      write_run(base, f_.index(offset), strides_of(offset).lane, in, n, size);
     } else {
-      by_size<ScatterStrided>(size, base, in, f_.index(offset), offset_stride(offset), n);
+      const Strides s = strides_of(offset);
+      for_rows(n, [&](int64_t r, int64_t first, int64_t len) {
+        write_run(base, f_.index(offset) + s.row * r, s.lane, in + first * size, len, size);
+      });
     }
+  }
+
+  /// n elements of `size` bytes from base's element `at` on, `stride` elements apart, into out.
+  static void read_run(std::byte* out, const std::byte* base, int64_t at, int64_t stride, int64_t n, int64_t size) {
+    if (stride == 1) std::memcpy(out, base + at * size, static_cast<size_t>(n * size));
+    else if (stride == 0) by_size<Broadcast>(size, out, static_cast<const void*>(base + at * size), n);
+    else by_size<Strided>(size, out, base, at, stride, n);
+  }
+  /// n elements of `size` bytes from in to base's element `at` on, `stride` elements apart,
+  /// in order (one element: the last value).
+  static void write_run(std::byte* base, int64_t at, int64_t stride, const std::byte* in, int64_t n, int64_t size) {
+    if (stride == 1) std::memcpy(base + at * size, in, static_cast<size_t>(n * size));
+    else if (stride == 0) std::memcpy(base + at * size, in + (n - 1) * size, static_cast<size_t>(size));
+    else by_size<ScatterStrided>(size, base, in, at, stride, n);
   }
 
   int32_t block_loop(const BlockLoop& loop, int64_t lo, int64_t hi) {
@@ -556,10 +608,15 @@ class Runner {
     if (!reached) reached = stored_over(loop.writes);  // once per call: the frame's buffers stay
     stored_over_ = *reached;
     eval_all(loop.entry);
-    width_ = std::min(loop.block, hi - lo);
+    // A flattened nest's blocks hold whole rows of it; other blocks are one row.
+    int64_t step = loop.block;
+    const int64_t row = loop.row == kir::kNone ? 0 : f_.index(loop.row);
+    if (row > 1 && row < loop.block) step = loop.block / row * row;
+    width_ = std::min(step, hi - lo);
+    row_ = row > 1 && row < loop.block ? row : width_;
     entry_epoch_ = ++clock_;  // broadcasts are filled on first use
-    for (int64_t start = lo; start < hi; start += loop.block) {
-      const int64_t n = std::min(loop.block, hi - start);
+    for (int64_t start = lo; start < hi; start += step) {
+      const int64_t n = std::min(step, hi - start);
       if (const int32_t status = run_block(loop, start, n); status != 0) return status;
     }
     return 0;
@@ -571,7 +628,7 @@ class Runner {
     if (loop.var != kir::kNone) {
       f_.regs[loop.var] = static_cast<uint64_t>(start);
       affine_[loop.var] = true;
-      stride_[loop.var] = 1;
+      strides_[loop.var] = Strides{1, row_};
     }
     for (const BlockLoop::Statement& statement : loop.body) {
       for (Id e : statement.compute) compute(e, n);
@@ -590,8 +647,8 @@ class Runner {
   /// increasing, as a flattened epilogue's rows are when they do not overlap).
   bool distinct(const BlockLoop& loop, int64_t n) {
     for (Id o : loop.distinct) {
-      if (affine_offset(o)) {
-        if (offset_stride(o) == 0) return false;
+      if (affine_offset(o) && one_stride(o, n)) {
+        if (strides_of(o).lane == 0) return false;
         continue;
       }
       const auto* at = reinterpret_cast<const int64_t*>(lanes(o, n));
@@ -653,6 +710,7 @@ class Runner {
   std::vector<std::byte> panel_;     // a B read in place, packed (pack_rows)
   int64_t panel_of_ = -1;            // the b_base whose rows panel_ holds
   int64_t width_ = 0;                // its lanes per block (the first block's)
+  int64_t row_ = 0;                  // its lanes per row: a flattened nest's inner loop, else width_
   // Per expression: the epoch in which its lanes were put in its block (the loop entry's for
   // a broadcast, the block's for the others); an Index expression is affine in this block,
   // with this stride (its base in its register).
@@ -660,7 +718,7 @@ class Runner {
   void set_ready(Id e) { ready_[e] = loop_->form[e] == Form::Uniform ? entry_epoch_ : block_epoch_; }
   std::vector<uint64_t> ready_;
   std::vector<bool> affine_;
-  std::vector<int64_t> stride_;
+  std::vector<Strides> strides_;
   std::vector<const std::byte*> in_place_;  // per expression: its lanes where they lie (a load), or null
   uint64_t stored_over_ = 0;                // the running block loop's stored_over
   std::vector<std::optional<uint64_t>> stored_over_of_;  // per block loop, once known in this call
