@@ -256,11 +256,12 @@ TEST(TierZeroTest, AShortNestOfStoresRunsFlattenedInItsOrder) {
   }
 }
 
-/// An elementwise kernel over runs of n elements (KernelContext::for_runs) whose statements
-/// read the element only at its linear index (w = w - 0.5 g over rows of 3: an optimiser's
-/// update of a narrow weight) runs as one loop over [Begin, End), whatever the slice: runs
-/// cut at both ends, one element, none. One that reads the column alone (a bias broadcast
-/// down the rows) keeps its runs.
+/// An elementwise kernel over runs of n elements (KernelContext::for_runs) runs as one loop
+/// over [Begin, End), whatever the slice: runs cut at both ends, one element, none. One whose
+/// statements read the element only at its linear index (w = w - 0.5 g over rows of 3: an
+/// optimiser's update of a narrow weight) reads it there; one that reads the column alone (a
+/// bias broadcast down the rows) reads it as the remainder of that index by n, each block
+/// holding whole runs as its rows.
 TEST(TierZeroTest, ShortRunsReadAtTheLinearIndexRunAsOneLoop) {
   for (const bool by_column : {false, true}) {
     kir::Builder k;
@@ -278,7 +279,7 @@ TEST(TierZeroTest, ShortRunsReadAtTheLinearIndexRunAsOneLoop) {
     k.kernel().count = k.index(1);
     k.kernel().work = k.index(1);
     const runtime::Tier0Kernel kernel(k.take());
-    EXPECT_EQ(kernel.shape().flattened, by_column ? 0 : 1);
+    EXPECT_EQ(kernel.shape().flattened, 1);
     struct Slice {
       int64_t n, begin, end;
     };

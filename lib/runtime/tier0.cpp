@@ -215,8 +215,8 @@ class NestInverter {
     for (Stmt& s : body) {
       if (s.kind != Stmt::Kind::For || nests_.is_copy_nest(s)) {  // a copy nest runs as copies instead
         out.push_back(std::move(s));
-      } else if (linear_runs(s)) {
-        out.push_back(linearised(std::move(s)));
+      } else if (const std::optional<Runs> r = runs(s)) {
+        out.push_back(read_linearly(s, r->base) ? linearised(std::move(s)) : by_rows(std::move(s), r->n));
         ++flattened_;
       } else if (flattenable(s)) {
         out.push_back(flattened(std::move(s)));
@@ -290,37 +290,45 @@ class NestInverter {
   bool is(Id e, ExprKind kind) const { return k_.exprs[e].kind == kind; }
   bool is_index(Id e, int64_t value) const { return is(e, ExprKind::Const) && k_.exprs[e].bits == value; }
 
-  /// Whether `nest` is the slice [Begin, End) in runs of n elements
+  /// The run length n where `nest` is the slice [Begin, End) in runs of n elements
   /// (KernelContext::for_runs: `for run in [Begin / n, (End + n - 1) / n): for j in
-  /// [max(Begin - run n, 0), min(End - run n, n))`) whose statements read run and j only
-  /// through run n + j: an elementwise kernel whose operands are all read at the linear index.
-  /// Its iterations are then the elements Begin to End in order, one long loop for tier 0
-  /// however short the runs (a weight's update over rows of 10 ran in blocks of 10).
-  bool linear_runs(const Stmt& nest) const {
-    if (nest.body.size() != 1 || nest.body[0].kind != Stmt::Kind::For || !innermost(nest.body[0])) return false;
+  /// [max(Begin - run n, 0), min(End - run n, n))`). Its iterations are the elements Begin to
+  /// End in order, one long loop for tier 0 however short the runs (a weight's update over
+  /// rows of 10 ran in blocks of 10; a softmax's rows of 64 in blocks of 64).
+  struct Runs {
+    Id n, base;  ///< the run length; run n
+  };
+  std::optional<Runs> runs(const Stmt& nest) const {
+    if (nest.body.size() != 1 || nest.body[0].kind != Stmt::Kind::For || !innermost(nest.body[0])) return std::nullopt;
     const Stmt& inner = nest.body[0];
     const auto hi = operands(inner.hi, kir::IndexOp::Min);                      // min(End - base, n)
     const auto left = hi ? operands(hi->first, kir::IndexOp::Sub) : std::nullopt;  // End - base
-    if (!left || !is(left->first, ExprKind::End)) return false;
+    if (!left || !is(left->first, ExprKind::End)) return std::nullopt;
     const Id n = hi->second, end = left->first, base = left->second;
     const auto product = operands(base, kir::IndexOp::Mul);  // run * n
     if (!product || product->second != n || !is(product->first, ExprKind::Var) || k_.exprs[product->first].slot != nest.slot) {
-      return false;
+      return std::nullopt;
     }
     const auto lo = operands(inner.lo, kir::IndexOp::Max);                        // max(Begin - base, 0)
     const auto from = lo ? operands(lo->first, kir::IndexOp::Sub) : std::nullopt;  // Begin - base
-    if (!from || !is_index(lo->second, 0) || from->second != base || !is(from->first, ExprKind::Begin)) return false;
+    if (!from || !is_index(lo->second, 0) || from->second != base || !is(from->first, ExprKind::Begin)) return std::nullopt;
     const auto first = operands(nest.lo, kir::IndexOp::Div);   // Begin / n
     const auto last = operands(nest.hi, kir::IndexOp::Div);    // (End + n - 1) / n
     const auto sum = last ? operands(last->first, kir::IndexOp::Add) : std::nullopt;
     if (!first || first->first != from->first || first->second != n || !sum || last->second != n || sum->first != end) {
-      return false;
+      return std::nullopt;
     }
     const auto less = operands(sum->second, kir::IndexOp::Sub);  // n - 1, folded when n is a constant
     const bool n_less_one = (less && less->first == n && is_index(less->second, 1)) ||
                             (is(n, ExprKind::Const) && is_index(sum->second, k_.exprs[n].bits - 1));
-    if (!n_less_one) return false;
-    // The statements read run and j only through base + j.
+    if (!n_less_one) return std::nullopt;
+    return Runs{n, base};
+  }
+
+  /// Whether the statements of runs `nest` (base: run n) read run and j only through run n + j
+  /// (an elementwise kernel whose operands are all read at the linear index).
+  bool read_linearly(const Stmt& nest, Id base) const {
+    const Stmt& inner = nest.body[0];
     std::vector<char> seen(k_.exprs.size(), 0);
     bool other_use = false;
     auto visit = [&](auto&& self, Id e) -> void {
@@ -340,14 +348,27 @@ class NestInverter {
     return !other_use;
   }
 
-  /// `nest` (linear_runs) as `for w in [Begin, End)` over its statements, with run * n + j
-  /// replaced by w: run becomes 0 and j becomes w, which the builder folds to w.
+  /// `nest` (runs read linearly) as `for w in [Begin, End)` over its statements, with run n +
+  /// j replaced by w: run becomes 0 and j becomes w, which the builder folds to w.
   Stmt linearised(Stmt nest) {
     Stmt inner = std::move(nest.body[0]);
     const auto [slot, w] = b_.new_var();
     b_.substitute(inner.body, {{nest.slot, b_.index(0)}, {inner.slot, w}});
     Stmt flat{.kind = Stmt::Kind::For, .slot = slot, .lo = b_.begin(), .hi = b_.end()};
     flat.body = std::move(inner.body);
+    return flat;
+  }
+
+  /// `nest` (runs of length n read otherwise too: a row's index, a causal mask) as `for w in
+  /// [Begin, End)` with run = w / n and j = w % n: a block holds whole runs as its rows
+  /// (BlockLoop::row), along which index values stay affine.
+  Stmt by_rows(Stmt nest, Id n) {
+    Stmt inner = std::move(nest.body[0]);
+    const auto [slot, w] = b_.new_var();
+    b_.substitute(inner.body, {{nest.slot, b_.div(w, n)}, {inner.slot, b_.rem(w, n)}});
+    Stmt flat{.kind = Stmt::Kind::For, .slot = slot, .lo = b_.begin(), .hi = b_.end()};
+    flat.body = std::move(inner.body);
+    rows_.emplace_back(slot, n);
     return flat;
   }
 

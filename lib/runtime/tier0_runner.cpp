@@ -608,16 +608,20 @@ class Runner {
     if (!reached) reached = stored_over(loop.writes);  // once per call: the frame's buffers stay
     stored_over_ = *reached;
     eval_all(loop.entry);
-    // A flattened nest's blocks hold whole rows of it; other blocks are one row.
+    // A flattened nest's blocks hold whole rows of it, from a multiple of their length (the
+    // first may be shorter: rows begin at multiples of the row's length); other blocks are
+    // one row.
     int64_t step = loop.block;
     const int64_t row = loop.row == kir::kNone ? 0 : f_.index(loop.row);
-    if (row > 1 && row < loop.block) step = loop.block / row * row;
+    const bool rows = row > 1 && row < loop.block && lo >= 0;
+    if (rows) step = loop.block / row * row;
     width_ = std::min(step, hi - lo);
-    row_ = row > 1 && row < loop.block ? row : width_;
+    row_ = rows ? row : width_;
     entry_epoch_ = ++clock_;  // broadcasts are filled on first use
-    for (int64_t start = lo; start < hi; start += step) {
-      const int64_t n = std::min(step, hi - start);
+    for (int64_t start = lo; start < hi;) {
+      const int64_t n = std::min(rows ? step - start % step : step, hi - start);
       if (const int32_t status = run_block(loop, start, n); status != 0) return status;
+      start += n;
     }
     return 0;
   }
