@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include "ir/dtype_dispatch.h"
@@ -231,12 +232,31 @@ void random(uint64_t seed, const int64_t* counters, void* out_raw, int64_t n) {
 
 // ---- folds -----------------------------------------------------------------------------
 
+/// maximum or minimum as sem::nan_max and sem::nan_min: a NaN wins as a quiet NaN, +0 is
+/// greater than -0. Written here, with internal linkage and inlined, so that each ISA's fold
+/// compiles its own: a call of the header's template goes to one copy that the linker keeps
+/// for every ISA's code, compiled for whichever ISA it chose, one call per element.
+template <OpKind op, class T>
+[[gnu::always_inline]] inline T extremum(T a, T b) {
+  constexpr bool max = op == OpKind::Maximum;
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
+    if (a == b) return max == std::signbit(a) ? b : a;
+  }
+  if constexpr (max) return a < b ? b : a;
+  else return b < a ? b : a;
+}
+
 template <OpKind op, class T>
 void fold(const void* values_raw, int64_t n, void* accumulator) {
   const auto* values = static_cast<const Stored<T>*>(values_raw);
   const auto combine = [](T a, T b) {
-    const T x[2] = {a, b};
-    return sem::apply_same<T>(op, x);
+    if constexpr (op == OpKind::Maximum || op == OpKind::Minimum) {
+      return extremum<op, T>(a, b);
+    } else {
+      const T x[2] = {a, b};
+      return sem::apply_same<T>(op, x);
+    }
   };
   T acc = get<T>(accumulator, 0);
   if constexpr (op == OpKind::Add && std::is_floating_point_v<T>) {
@@ -261,7 +281,10 @@ void fold(const void* values_raw, int64_t n, void* accumulator) {
       for (int j = 0; j < kFoldLanes; ++j) lanes[j] = combine(lanes[j], static_cast<T>(values[i + j]));
     }
     for (; i < n; ++i) acc = combine(acc, static_cast<T>(values[i]));
-    for (const T lane : lanes) acc = combine(acc, lane);
+    for (int width = kFoldLanes / 2; width > 0; width /= 2) {  // the lanes in halves: a few vector steps
+      for (int j = 0; j < width; ++j) lanes[j] = combine(lanes[j], lanes[j + width]);
+    }
+    acc = combine(acc, lanes[0]);
   } else {
     for (int64_t i = 0; i < n; ++i) acc = combine(acc, static_cast<T>(values[i]));
   }
