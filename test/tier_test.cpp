@@ -439,6 +439,69 @@ TEST(TierZeroTest, AFlattenedNestReadsAndStoresItsRowsAsRows) {
   }
 }
 
+/// A loop of rows (a rows kernel: per row, a maximum folded, then a sum that reads it, both
+/// stored, and a row stored from both) runs a batch of rows at a time, each statement for
+/// every row of the batch: the same values for rows of any length (none, 1, 7, 64, 600
+/// rows of which fill a block one at a time, 1500 longer than a block) and any slice of the
+/// rows. The values are multiples of 0.5 whose sums are exact, so any order of folding is
+/// the in-order result. A scan (a fold read back in its own loop) and a loop that reads what
+/// it stores are not batched.
+TEST(TierZeroTest, ALoopOfRowsRunsInBatchesOfRows) {
+  auto rows_kernel = [](bool scan, bool reads_stored) {
+    kir::Builder k;
+    const int x = k.new_buffer(DType::Float32), max_out = k.new_buffer(DType::Float32);
+    const int sum_out = k.new_buffer(DType::Float32), row_out = k.new_buffer(DType::Float32);
+    const int max = k.new_local(DType::Float32), sum = k.new_local(DType::Float32);
+    const kir::Id n = k.dim(k.new_dim());
+    auto f32 = [&](ir::OpKind op, kir::Id a, kir::Id b) { return k.op(op, DType::Float32, {a, b}); };
+    k.loop(k.begin(), k.end(), [&](kir::Id row) {
+      auto at = [&](kir::Id j) { return k.add(k.mul(row, n), j); };
+      k.assign(max, k.float_constant(DType::Float32, -INFINITY));
+      k.loop(k.index(0), n, [&](kir::Id j) { k.fold(max, ir::OpKind::Maximum, k.load(x, at(j))); });
+      k.assign(sum, k.float_constant(DType::Float32, 0));
+      k.loop(k.index(0), n, [&](kir::Id j) {
+        k.fold(sum, ir::OpKind::Add, f32(ir::OpKind::Sub, k.load(reads_stored ? row_out : x, at(j)), k.local(max)));
+        if (scan) k.store(row_out, at(j), k.local(sum));
+      });
+      k.store(max_out, row, k.local(max));
+      k.loop(k.index(0), n, [&](kir::Id j) {
+        k.store(row_out, at(j), f32(ir::OpKind::Add, f32(ir::OpKind::Sub, k.load(x, at(j)), k.local(max)), k.local(sum)));
+      });
+      k.store(sum_out, row, k.local(sum));
+    });
+    k.kernel().kind = "row";
+    k.kernel().count = k.index(37);
+    k.kernel().work = n;
+    return k.take();
+  };
+  EXPECT_EQ(runtime::Tier0Kernel(rows_kernel(true, false)).shape().batched, 0);
+  EXPECT_EQ(runtime::Tier0Kernel(rows_kernel(false, true)).shape().batched, 0);
+  const runtime::Tier0Kernel kernel(rows_kernel(false, false));
+  EXPECT_EQ(kernel.shape().batched, 1);
+  const int64_t rows = 37;
+  for (const int64_t n : {0, 1, 7, 64, 600, 1500}) {
+    for (const auto& [begin, end] : std::vector<std::pair<int64_t, int64_t>>{{0, 37}, {5, 30}, {36, 37}, {4, 4}}) {
+      std::vector<float> xs(static_cast<size_t>(rows * n));
+      for (size_t i = 0; i < xs.size(); ++i) xs[i] = 0.5f * static_cast<float>((i * 7) % 11);
+      std::vector<float> maxima(rows, -1), sums(rows, -1), out(xs.size(), -1);
+      std::vector<float> want_maxima = maxima, want_sums = sums, want_out = out;
+      for (int64_t r = begin; r < end; ++r) {
+        float m = -INFINITY, t = 0;
+        for (int64_t j = 0; j < n; ++j) m = std::max(m, xs[static_cast<size_t>(r * n + j)]);
+        for (int64_t j = 0; j < n; ++j) t += xs[static_cast<size_t>(r * n + j)] - m;
+        want_maxima[static_cast<size_t>(r)] = m;
+        want_sums[static_cast<size_t>(r)] = t;
+        for (int64_t j = 0; j < n; ++j) want_out[static_cast<size_t>(r * n + j)] = xs[static_cast<size_t>(r * n + j)] - m + t;
+      }
+      void* args[] = {xs.data(), maxima.data(), sums.data(), out.data()};
+      ASSERT_EQ(kernel.run(args, &n, begin, end), 0);
+      EXPECT_EQ(maxima, want_maxima) << "rows of " << n << ", slice " << begin << ".." << end;
+      EXPECT_EQ(sums, want_sums) << "rows of " << n << ", slice " << begin << ".." << end;
+      EXPECT_EQ(out, want_out) << "rows of " << n << ", slice " << begin << ".." << end;
+    }
+  }
+}
+
 /// Stores at offsets read from data may write one element twice: such a nest runs in its
 /// order (the element written by iterations (7, 0) and, before it, (0, 1) ends with the
 /// former's value; inverted it would end with the latter's).

@@ -64,6 +64,11 @@ Kernel Builder::take() {
 }
 
 void Builder::substitute(std::vector<Stmt>& body, const absl::flat_hash_map<int, Id>& values) {
+  substitute(body, values, {});
+}
+
+void Builder::substitute(std::vector<Stmt>& body, const absl::flat_hash_map<int, Id>& values,
+                         const absl::flat_hash_map<int, std::pair<int, Id>>& elements) {
   absl::flat_hash_map<Id, Id> done;
   auto rewrite = [&](auto&& self, Id id) -> Id {
     if (const auto it = done.find(id); it != done.end()) return it->second;
@@ -71,6 +76,9 @@ void Builder::substitute(std::vector<Stmt>& body, const absl::flat_hash_map<int,
     Id to = id;
     if (e.kind == ExprKind::Var) {
       if (const auto it = values.find(e.slot); it != values.end()) to = it->second;
+    } else if (e.kind == ExprKind::Local && e.operands.empty() && elements.contains(e.slot)) {
+      const auto& [array, at] = elements.at(e.slot);
+      to = local(array, at);
     } else if (!e.operands.empty()) {
       bool changed = false;
       for (Id& o : e.operands) {
@@ -84,6 +92,18 @@ void Builder::substitute(std::vector<Stmt>& body, const absl::flat_hash_map<int,
     return to;
   };
   for_each_use(body, [&](Id& id) { id = rewrite(rewrite, id); });
+  auto to_elements = [&](auto&& self, std::vector<Stmt>& stmts) -> void {
+    for (Stmt& s : stmts) {
+      const bool scalar_write = (s.kind == Stmt::Kind::Assign || s.kind == Stmt::Kind::Fold) && s.offsets.empty();
+      if (scalar_write && elements.contains(s.slot)) {
+        const auto& [array, at] = elements.at(s.slot);
+        s.slot = array;
+        s.offsets = {at};
+      }
+      self(self, s.body);
+    }
+  };
+  if (!elements.empty()) to_elements(to_elements, body);
 }
 
 Id Builder::constant(DType dtype, int64_t bits) { return add({ExprKind::Const, dtype, 0, -1, bits}); }

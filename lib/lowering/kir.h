@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -182,6 +183,11 @@ class Builder {
   /// expression it uses, the variable of slot s becomes values.at(s) (expressions rebuilt,
   /// folded and hash-consed as new ones are).
   void substitute(std::vector<Stmt>& body, const absl::flat_hash_map<int, Id>& values);
+  /// The same, and scalar locals replaced by elements of array locals: where `elements` maps
+  /// local s to (a, i), a read of s becomes a read of a[i], and an assignment or fold of s one
+  /// of a[i] (i is not rewritten).
+  void substitute(std::vector<Stmt>& body, const absl::flat_hash_map<int, Id>& values,
+                  const absl::flat_hash_map<int, std::pair<int, Id>>& elements);
 
   /// Statements go to the innermost open loop (or the kernel's body).
   void store(std::vector<int> buffers, std::vector<Id> offsets, std::vector<Id> values);

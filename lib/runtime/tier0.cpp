@@ -221,6 +221,9 @@ class NestInverter {
       } else if (flattenable(s)) {
         out.push_back(flattened(std::move(s)));
         ++flattened_;
+      } else if (batchable(s)) {
+        out.push_back(batched(std::move(s)));
+        ++batched_;
       } else if (!invertible(s)) {
         invert(s.body);
         out.push_back(std::move(s));
@@ -242,8 +245,9 @@ class NestInverter {
     body = std::move(out);
   }
 
-  /// How many nests invert() flattened.
+  /// How many nests invert() flattened, and how many loops of rows it batched.
   int flattened() const { return flattened_; }
+  int batched() const { return batched_; }
   /// Per nest flattened over two loops: the new loop's slot and the inner loop's length.
   const std::vector<std::pair<int, Id>>& rows() const { return rows_; }
 
@@ -442,6 +446,154 @@ class NestInverter {
     return flat;
   }
 
+  /// Whether `nest` is a loop of rows that may run a batch of rows at a time, each of its
+  /// statements for every row of the batch before the next (a rows kernel: a row's
+  /// accumulators assigned, folded over short loops, and stored). It qualifies when:
+  ///  - it is the kernel's loop [Begin, End), and its statements are assignments of scalar
+  ///    locals, stores, and innermost loops of folds into scalar locals and stores (at least
+  ///    one fold: a loop of rows that only stores runs as copies or one block per row), whose
+  ///    bounds read neither the row nor memory;
+  ///  - each local the nest writes is assigned in every row before the row reads or folds
+  ///    it, and no inner loop reads a local it folds (a scan runs in order);
+  ///  - every store's offset reads the row, and nothing the nest reads is stored in it.
+  /// Rows then share nothing but what they read (a parameter donated to a result is read at
+  /// each element before that element is written, which batching keeps), and the kernel IR
+  /// stores each element once, so the batches' order of stores is the same result.
+  bool batchable(const Stmt& nest) const {
+    if (nest.kind != Stmt::Kind::For || !is(nest.lo, ExprKind::Begin) || !is(nest.hi, ExprKind::End) || innermost(nest)) {
+      return false;
+    }
+    const uint64_t row = bit(nest.slot);
+    std::vector<char> written(k_.locals.size(), 0), fresh(k_.locals.size(), 0);
+    for (const Stmt& t : nest.body) {
+      if (t.kind == Stmt::Kind::Assign) written[t.slot] = 1;
+      if (t.kind != Stmt::Kind::For) continue;
+      for (const Stmt& u : t.body) {
+        if (u.kind == Stmt::Kind::Fold) written[u.slot] = 1;
+      }
+    }
+    uint64_t stored = 0, read = 0;
+    bool any_fold = false;
+    // Whether `e` reads only locals that are not written here or are fresh in this row and
+    // not in `folding`; adds the buffers it reads.
+    auto reads_ok = [&](Id e, const std::vector<int>& folding) {
+      read |= nests_.loads(e);
+      bool ok = true;
+      visit_locals(e, [&](int local) {
+        const bool folded = std::find(folding.begin(), folding.end(), local) != folding.end();
+        ok = ok && (!written[local] || (fresh[local] && !folded));
+      });
+      return ok;
+    };
+    auto store_ok = [&](const Stmt& t, const std::vector<int>& folding) {
+      for (size_t i = 0; i < t.values.size(); ++i) {
+        if ((nests_.vars(t.offsets[i]) & row) == 0) return false;
+        if (!reads_ok(t.offsets[i], folding) || !reads_ok(t.values[i], folding)) return false;
+        stored |= bit(t.buffers[i]);
+      }
+      return true;
+    };
+    auto scalar = [&](int local) { return k_.locals[local].size == 1; };
+    for (const Stmt& t : nest.body) {
+      switch (t.kind) {
+        case Stmt::Kind::Assign:
+          if (!t.offsets.empty() || !scalar(t.slot) || !reads_ok(t.values[0], {})) return false;
+          fresh[t.slot] = 1;
+          break;
+        case Stmt::Kind::Store:
+          if (!store_ok(t, {})) return false;
+          break;
+        case Stmt::Kind::For: {
+          if (!innermost(t) || ((nests_.vars(t.lo) | nests_.vars(t.hi)) & row) != 0) return false;
+          if ((nests_.loads(t.lo) | nests_.loads(t.hi)) != 0 || !reads_ok(t.lo, {}) || !reads_ok(t.hi, {})) return false;
+          std::vector<int> folding;
+          for (const Stmt& u : t.body) {
+            if (u.kind == Stmt::Kind::Fold) folding.push_back(u.slot);
+          }
+          for (const Stmt& u : t.body) {
+            if (u.kind == Stmt::Kind::Fold) {
+              if (!u.offsets.empty() || !scalar(u.slot) || !fresh[u.slot] || !reads_ok(u.values[0], folding)) return false;
+            } else if (u.kind != Stmt::Kind::Store || !store_ok(u, folding)) {
+              return false;
+            }
+          }
+          any_fold = any_fold || !folding.empty();
+          break;
+        }
+        default: return false;
+      }
+    }
+    return any_fold && (stored & read) == 0;
+  }
+
+  /// Calls f(local) for each scalar read of a local in `e`.
+  template <class F>
+  void visit_locals(Id e, F&& f) const {
+    const Expr& x = k_.exprs[e];
+    if (x.kind == ExprKind::Local) f(x.slot);
+    for (Id o : x.operands) visit_locals(o, f);
+  }
+
+  /// `nest` (batchable) in batches of R rows, R the rows of its longest inner loop that a
+  /// block holds (at least 1), each batch the rows [c R, c R + R) of the slice:
+  ///   for c in [Begin / R, ceil(End / R)):
+  ///     row statements:  for u in [first, last): ... (row c R + u, each local l as L[u])
+  ///     an inner loop of n:  for w in [first n, last n): ... (row c R + w / n, its variable
+  ///                          lo + w % n, each local as L[w / n]; rows of n: BlockLoop::row)
+  /// with first and last the batch's rows in the slice, and L an array of a block's rows per
+  /// local the nest writes. Each row folds its n values in one call of the fold (a segment
+  /// of the block, Runner::block_statement), as it did in a block of its own: the same sums.
+  Stmt batched(Stmt nest) {
+    const Id zero = b_.index(0), one = b_.index(1);
+    Id longest = one;
+    for (const Stmt& t : nest.body) {
+      if (t.kind == Stmt::Kind::For) longest = b_.max(longest, b_.sub(t.hi, t.lo));
+    }
+    const Id rows = b_.max(one, b_.div(b_.index(Tier0Kernel::kBlock), longest));
+    const auto [batch_slot, batch] = b_.new_var();
+    const Id base = b_.mul(batch, rows);
+    const Id first = b_.max(b_.sub(nest.lo, base), zero), last = b_.min(b_.sub(nest.hi, base), rows);
+    Stmt batches{.kind = Stmt::Kind::For, .slot = batch_slot, .lo = b_.div(nest.lo, rows), .hi = b_.ceil_div(nest.hi, rows)};
+    absl::flat_hash_map<int, int> arrays;  // each local the nest writes: its array of rows
+    for (const Stmt& t : nest.body) {
+      if (t.kind == Stmt::Kind::Assign && !arrays.contains(t.slot)) {
+        arrays[t.slot] = b_.new_local(k_.locals[t.slot].dtype, Tier0Kernel::kBlock);
+      }
+    }
+    auto elements = [&](Id at) {
+      absl::flat_hash_map<int, std::pair<int, Id>> map;
+      for (const auto& [local, array] : arrays) map[local] = {array, at};
+      return map;
+    };
+    int row_loop = -1;  // the open loop of row statements in batches.body, and its variable
+    Id u = kir::kNone;
+    for (Stmt& t : nest.body) {
+      if (t.kind == Stmt::Kind::For) {
+        const Id n = b_.max(b_.sub(t.hi, t.lo), zero);
+        const auto [slot, w] = b_.new_var();
+        const Id row = b_.div(w, n);
+        Stmt flat{.kind = Stmt::Kind::For, .slot = slot, .lo = b_.mul(first, n), .hi = b_.mul(last, n)};
+        flat.body = std::move(t.body);
+        b_.substitute(flat.body, {{nest.slot, b_.add(base, row)}, {t.slot, b_.add(t.lo, b_.rem(w, n))}}, elements(row));
+        rows_.emplace_back(slot, n);
+        batches.body.push_back(std::move(flat));
+        row_loop = -1;
+        continue;
+      }
+      if (row_loop < 0) {
+        const auto [slot, var] = b_.new_var();
+        batches.body.push_back(Stmt{.kind = Stmt::Kind::For, .slot = slot, .lo = first, .hi = last});
+        row_loop = static_cast<int>(batches.body.size()) - 1;
+        u = var;
+      }
+      Stmt& loop = batches.body[static_cast<size_t>(row_loop)];
+      std::vector<Stmt> one_statement{std::move(t)};
+      b_.substitute(one_statement, {{nest.slot, b_.add(base, u)}}, elements(u));
+      loop.body.push_back(std::move(one_statement[0]));
+    }
+    return batches;
+  }
+
   bool short_under(const Stmt& inner, const Stmt& outer) const {
     const std::optional<int64_t> n = upper(inner.hi), m = upper(outer.hi);
     return n && *n <= kShort && (!m || *m > *n);
@@ -470,7 +622,7 @@ class NestInverter {
   kir::Builder& b_;  // new expressions go after their operands, as the program's analysis wants
   const kir::Kernel& k_;
   const CopyNests nests_;  // of the kernel as given
-  int flattened_ = 0;
+  int flattened_ = 0, batched_ = 0;
   std::vector<std::pair<int, Id>> rows_;
 };
 
@@ -772,6 +924,7 @@ Tier0Kernel::Tier0Kernel(const kir::Kernel& kernel) {
   NestInverter inverter(builder);
   inverter.invert(builder.kernel().body);
   p->flattened = inverter.flattened();
+  p->batched = inverter.batched();
   p->rows = inverter.rows();
   p->k = std::move(builder.kernel());
   p->table = &tier0::block_table();
@@ -802,7 +955,7 @@ Tier0Kernel::Tier0Kernel(Tier0Kernel&&) noexcept = default;
 Tier0Kernel& Tier0Kernel::operator=(Tier0Kernel&&) noexcept = default;
 
 Tier0Kernel::Shape Tier0Kernel::shape() const {
-  Shape shape{.flattened = program_->flattened};
+  Shape shape{.flattened = program_->flattened, .batched = program_->batched};
   for (const tier0::CopyNest& nest : program_->copy_nests) {
     for (const tier0::CopyNest::Inner& inner : nest.inners) shape.copies += static_cast<int>(inner.copies.size());
   }

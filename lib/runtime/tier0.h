@@ -35,9 +35,10 @@ class Tier0Kernel {
   int32_t run(void* const* args, const int64_t* dims, int64_t begin, int64_t end) const;
 
   /// What tier 0 made of the kernel's loop nests (tier0.cpp), for tests: stores run as
-  /// strided copies or fills of copy nests, and nests flattened into one loop.
+  /// strided copies or fills of copy nests, nests flattened into one loop, and loops of rows
+  /// run a batch of rows at a time.
   struct Shape {
-    int copies = 0, flattened = 0;
+    int copies = 0, flattened = 0, batched = 0;
   };
   Shape shape() const;
 

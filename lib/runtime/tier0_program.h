@@ -120,6 +120,7 @@ struct Tier0Kernel::Program {
   std::vector<uint64_t> vars;      // per expr: the loop variables it reads, as slot bits
   std::vector<const Stmt*> copy_nest_stmts;  // the nests that run as copies (preparation only)
   int flattened = 0;                         // nests the inverter flattened (Tier0Kernel::shape)
+  int batched = 0;                           // loops of rows it batched (Tier0Kernel::shape)
   std::vector<std::pair<int, Id>> rows;      // per flattened nest: its loop's slot, its inner loop's length
   std::vector<Id> root_hoisted;
   std::vector<Step> root;

@@ -689,6 +689,15 @@ class Runner {
           return 0;
         }
         const Id o = s.offsets[0];
+        if (loop_->row != kir::kNone && affine_offset(o) && strides_of(o).lane == 0) {
+          // A batch of rows (NestInverter::batched), one accumulator each: each row's lanes
+          // fold in one call, as a row in a block of its own did.
+          const Strides st = strides_of(o);
+          for_rows(n, [&](int64_t r, int64_t first, int64_t len) {
+            combine(values + first * size, len, f_.local(s.slot) + (f_.index(o) + st.row * r) * size);
+          });
+          return 0;
+        }
         const auto* at = reinterpret_cast<const int64_t*>(lanes(o, n));
         for (int64_t i = 0; i < n; ++i) combine(values + i * size, 1, f_.local(s.slot) + at[i] * size);
         return 0;
