@@ -13,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/graph.h"
+#include "ir/scalar_semantics.h"
 #include "lowering/kir.h"
 #include "lowering/lower.h"
 #include "lowering/plan.h"
@@ -498,6 +499,48 @@ TEST(TierZeroTest, ALoopOfRowsRunsInBatchesOfRows) {
       EXPECT_EQ(maxima, want_maxima) << "rows of " << n << ", slice " << begin << ".." << end;
       EXPECT_EQ(sums, want_sums) << "rows of " << n << ", slice " << begin << ".." << end;
       EXPECT_EQ(out, want_out) << "rows of " << n << ", slice " << begin << ".." << end;
+    }
+  }
+}
+
+/// A comparison of two index values affine over a block (a causal mask) is computed from
+/// their bases and strides: each of the six, with values that cross zero and a constant
+/// side, against the comparison in order; and one of an index value against data (a load),
+/// which is not affine, the same way.
+TEST(TierZeroTest, ComparisonsOfIndexValuesAreTheComparisonsInOrder) {
+  const std::vector<ir::OpKind> ops = {ir::OpKind::Eq, ir::OpKind::Ne, ir::OpKind::Lt,
+                                       ir::OpKind::Le, ir::OpKind::Gt, ir::OpKind::Ge};
+  kir::Builder k;
+  const int data = k.new_buffer(DType::Int64);
+  std::vector<int> outs;
+  for (size_t i = 0; i <= ops.size(); ++i) outs.push_back(k.new_buffer(DType::Bool));
+  k.loop(k.begin(), k.end(), [&](kir::Id v) {
+    const kir::Id rising = k.sub(k.mul(v, k.index(2)), k.index(9)), falling = k.sub(k.index(30), v);
+    for (size_t i = 0; i < ops.size(); ++i) {
+      k.store(outs[i], v, k.op(ops[i], DType::Bool, {rising, i % 2 == 0 ? falling : k.index(7)}));
+    }
+    k.store(outs.back(), v, k.op(ir::OpKind::Lt, DType::Bool, {k.load(data, v), rising}));
+  });
+  k.kernel().kind = "element";
+  k.kernel().count = k.index(40);
+  k.kernel().work = k.index(1);
+  const runtime::Tier0Kernel kernel(k.take());
+  for (const auto& [begin, end] : std::vector<std::pair<int64_t, int64_t>>{{0, 40}, {3, 29}, {39, 40}}) {
+    std::vector<int64_t> values(40);
+    for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<int64_t>((i * 5) % 17) - 4;
+    std::vector<std::vector<uint8_t>> got(outs.size(), std::vector<uint8_t>(40, 2));
+    std::vector<void*> args = {values.data()};
+    for (auto& g : got) args.push_back(g.data());
+    ASSERT_EQ(kernel.run(args.data(), nullptr, begin, end), 0);
+    for (int64_t v = 0; v < 40; ++v) {
+      const bool ran = v >= begin && v < end;
+      const int64_t rising = 2 * v - 9;
+      for (size_t i = 0; i < ops.size(); ++i) {
+        const int64_t other = i % 2 == 0 ? 30 - v : 7;
+        const uint8_t want = ran ? ir::semantics::apply_compare<int64_t>(ops[i], rising, other) : 2;
+        ASSERT_EQ(got[i][static_cast<size_t>(v)], want) << "op " << i << " at " << v;
+      }
+      ASSERT_EQ(got.back()[static_cast<size_t>(v)], ran ? uint8_t{values[static_cast<size_t>(v)] < rising} : 2) << v;
     }
   }
 }

@@ -19,9 +19,11 @@ namespace lazyjit::runtime {
 /// as (base, stride) and their loads and stores become contiguous copies. A loop that reads
 /// what it writes (a local folded and read back, a buffer read at other elements than it
 /// stores) runs one iteration per block, exactly in order. A nest of two loops that only
-/// copies (a pack, an epilogue that stores a tile) runs as one strided copy per store. Outer
-/// loops and matmul steps run one iteration at a time; a matmul step calls the library's
-/// micro-kernel.
+/// copies (a pack, an epilogue that stores a tile) runs as one strided copy per store; one
+/// of short rows (an epilogue's tile, a slice in runs) runs as one loop of whole rows per
+/// block, and a loop of rows that fold (a rows kernel) a batch of rows at a time
+/// (tier0.cpp, NestInverter). Outer loops and matmul steps run one iteration at a time; a
+/// matmul step calls the library's micro-kernel.
 class Tier0Kernel {
  public:
   static constexpr int64_t kBlock = 1024;

@@ -558,6 +558,7 @@ class Runner {
         return;
       }
       case ExprKind::Op: {
+        if (compare_affine(e, reinterpret_cast<uint8_t*>(out), n)) return;
         const void* operands[3] = {};
         for (size_t i = 0; i < e.operands.size(); ++i) operands[i] = lanes(e.operands[i], n);
         p_.fn[id](operands, out, n);
@@ -569,6 +570,38 @@ class Runner {
         return;
       default: internal_error("tier 0 met a block expression it does not know");
     }
+  }
+
+  /// Whether `e` is a comparison of two affine index values (a causal mask: a row's index
+  /// against a column's; a bounds check), then computed into `out` from their bases and
+  /// strides, neither materialised in a block.
+  bool compare_affine(const Expr& e, uint8_t* out, int64_t n) {
+    if (ir::op_info(static_cast<ir::OpKind>(e.op)).dtype_rule != ir::DTypeRule::Compare) return false;
+    const Id x = e.operands[0], y = e.operands[1];
+    if (k_.exprs[x].dtype != DType::Int64 || !affine_offset(x) || !affine_offset(y)) return false;
+    const Strides sx = strides_of(x), sy = strides_of(y);
+    const auto bx = static_cast<uint64_t>(f_.index(x)), by = static_cast<uint64_t>(f_.index(y));
+    auto each = [&](auto compare) {
+      for_rows(n, [&](int64_t r, int64_t first, int64_t len) {
+        // Index arithmetic wraps (kir::IndexOp): the lanes' values in unsigned steps.
+        const uint64_t ax = bx + static_cast<uint64_t>(sx.row * r), ay = by + static_cast<uint64_t>(sy.row * r);
+        for (int64_t j = 0; j < len; ++j) {
+          const auto lane = static_cast<uint64_t>(j);
+          out[first + j] = compare(static_cast<int64_t>(ax + static_cast<uint64_t>(sx.lane) * lane),
+                                   static_cast<int64_t>(ay + static_cast<uint64_t>(sy.lane) * lane));
+        }
+      });
+    };
+    switch (static_cast<ir::OpKind>(e.op)) {
+      case ir::OpKind::Eq: each([](int64_t a, int64_t b) { return a == b; }); break;
+      case ir::OpKind::Ne: each([](int64_t a, int64_t b) { return a != b; }); break;
+      case ir::OpKind::Lt: each([](int64_t a, int64_t b) { return a < b; }); break;
+      case ir::OpKind::Le: each([](int64_t a, int64_t b) { return a <= b; }); break;
+      case ir::OpKind::Gt: each([](int64_t a, int64_t b) { return a > b; }); break;
+      case ir::OpKind::Ge: each([](int64_t a, int64_t b) { return a >= b; }); break;
+      default: return false;
+    }
+    return true;
   }
 
   /// Writes n lanes of `value` at `offset` (one element: the last lane's value, as in order).
