@@ -545,6 +545,38 @@ TEST(TierZeroTest, ComparisonsOfIndexValuesAreTheComparisonsInOrder) {
   }
 }
 
+/// A loop whose variable is divided by an invariant (a pack of A's rows through the heads'
+/// view: v / 32 and v % 32) runs its blocks as rows of the divisor, from multiples of it,
+/// where the quotient and remainder are affine: the same stores as in order, for divisors
+/// long enough to be rows (32, 40) and too short (4), over slices that start and end inside
+/// a row.
+TEST(TierZeroTest, ALoopDividedByAnInvariantRunsInRowsOfIt) {
+  kir::Builder k;
+  const int x = k.new_buffer(DType::Float32), out = k.new_buffer(DType::Float32);
+  const kir::Id d = k.dim(k.new_dim());
+  k.loop(k.begin(), k.end(), [&](kir::Id v) {
+    const kir::Id from = k.add(k.mul(k.div(v, d), k.index(50)), k.rem(v, d));
+    k.store(out, k.add(k.mul(v, k.index(3)), k.index(1)), k.op(ir::OpKind::Mul, DType::Float32, {k.load(x, from), k.float_constant(DType::Float32, 2)}));
+  });
+  k.kernel().kind = "element";
+  k.kernel().count = k.index(3000);
+  k.kernel().work = k.index(1);
+  const runtime::Tier0Kernel kernel(k.take());
+  for (const int64_t divisor : {32, 40, 4}) {
+    for (const auto& [begin, end] : std::vector<std::pair<int64_t, int64_t>>{{0, 3000}, {45, 2021}, {1030, 1031}}) {
+      std::vector<float> xs(static_cast<size_t>(3000 / divisor + 1) * 50);
+      for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<float>(i % 997);
+      std::vector<float> got(3 * 3000 + 1, -1.0f), want = got;
+      for (int64_t v = begin; v < end; ++v) {
+        want[static_cast<size_t>(3 * v + 1)] = 2.0f * xs[static_cast<size_t>(v / divisor * 50 + v % divisor)];
+      }
+      void* args[] = {xs.data(), got.data()};
+      ASSERT_EQ(kernel.run(args, &divisor, begin, end), 0);
+      ASSERT_EQ(got, want) << "divisor " << divisor << ", slice " << begin << ".." << end;
+    }
+  }
+}
+
 /// Stores at offsets read from data may write one element twice: such a nest runs in its
 /// order (the element written by iterations (7, 0) and, before it, (0, 1) ends with the
 /// former's value; inverted it would end with the latter's).

@@ -248,8 +248,8 @@ class NestInverter {
   /// How many nests invert() flattened, and how many loops of rows it batched.
   int flattened() const { return flattened_; }
   int batched() const { return batched_; }
-  /// Per nest flattened over two loops: the new loop's slot and the inner loop's length.
-  const std::vector<std::pair<int, Id>>& rows() const { return rows_; }
+  /// Per loop it made of rows: its slot, the rows' length, whether its folds are per row.
+  const std::vector<tier0::Rows>& rows() const { return rows_; }
 
  private:
   /// The largest value `e` may take, if its expression bounds it.
@@ -372,7 +372,7 @@ class NestInverter {
     b_.substitute(inner.body, {{nest.slot, b_.div(w, n)}, {inner.slot, b_.rem(w, n)}});
     Stmt flat{.kind = Stmt::Kind::For, .slot = slot, .lo = b_.begin(), .hi = b_.end()};
     flat.body = std::move(inner.body);
-    rows_.emplace_back(slot, n);
+    rows_.push_back({slot, n});
     return flat;
   }
 
@@ -442,7 +442,7 @@ class NestInverter {
     b_.substitute(inner.body, {{nest.slot, b_.add(nest.lo, b_.div(w, n))}, {inner.slot, b_.add(inner.lo, b_.rem(w, n))}});
     Stmt flat{.kind = Stmt::Kind::For, .slot = slot, .lo = zero, .hi = b_.mul(m, n)};
     flat.body = std::move(inner.body);
-    rows_.emplace_back(slot, n);
+    rows_.push_back({slot, n});
     return flat;
   }
 
@@ -575,7 +575,7 @@ class NestInverter {
         Stmt flat{.kind = Stmt::Kind::For, .slot = slot, .lo = b_.mul(first, n), .hi = b_.mul(last, n)};
         flat.body = std::move(t.body);
         b_.substitute(flat.body, {{nest.slot, b_.add(base, row)}, {t.slot, b_.add(t.lo, b_.rem(w, n))}}, elements(row));
-        rows_.emplace_back(slot, n);
+        rows_.push_back({slot, n, /*fold_rows=*/true});
         batches.body.push_back(std::move(flat));
         row_loop = -1;
         continue;
@@ -623,7 +623,7 @@ class NestInverter {
   const kir::Kernel& k_;
   const CopyNests nests_;  // of the kernel as given
   int flattened_ = 0, batched_ = 0;
-  std::vector<std::pair<int, Id>> rows_;
+  std::vector<tier0::Rows> rows_;
 };
 
 }  // namespace
@@ -762,8 +762,10 @@ int Program::build_block_loop(const Stmt& s, int depth, const std::vector<bool>&
   loop.writes = written.buffers;
   std::vector<Id> uses;
   subtree_uses(s.body, uses);
-  for (const auto& [slot, length] : rows) {
-    if (slot == s.slot) loop.row = length;
+  for (const tier0::Rows& r : rows) {
+    if (r.slot != s.slot) continue;
+    loop.row = r.length;
+    loop.fold_rows = r.fold_rows;
   }
   if (loop.row != kir::kNone) uses.push_back(loop.row);  // read at the loop's entry
   const std::vector<Id> needed = closure(uses, computed);
@@ -785,6 +787,17 @@ int Program::build_block_loop(const Stmt& s, int depth, const std::vector<bool>&
     loop.form[e] = index ? Form::Index : Form::Block;
   }
   if (loop.var != kir::kNone) loop.form[loop.var] = Form::Index;
+  // Rows of a divisor of the variable: its quotient and remainder are then affine in a block.
+  for (Id e : needed) {
+    if (loop.row != kir::kNone || loop.var == kir::kNone) break;
+    const Expr& x = k.exprs[e];
+    if (x.kind != ExprKind::Index) continue;
+    const auto op = static_cast<kir::IndexOp>(x.op);
+    if ((op == kir::IndexOp::Div || op == kir::IndexOp::Rem) && x.operands[0] == loop.var && !varying[x.operands[1]]) {
+      loop.row = x.operands[1];
+      loop.divisor_rows = true;
+    }
+  }
 
   // A loop that reads what it writes runs in order, one iteration per block, unless each such
   // read is a load at the very element the loop stores there, one element per iteration (a

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <utility>
 #include <vector>
 
 #include "lowering/kir.h"
@@ -38,14 +37,29 @@ enum class Form : uint8_t {
   Block,    ///< one value per lane, in a block
 };
 
+/// A loop NestInverter made of rows of another loop nest: its slot, the rows' length (an
+/// expression invariant in it), and whether it folds per row (a batch of a loop of rows).
+struct Rows {
+  int slot = -1;
+  Id length = kir::kNone;
+  bool fold_rows = false;
+};
+
 /// One innermost loop run a block at a time.
 struct BlockLoop {
   Id var = kir::kNone;      ///< the loop variable's expression, if used
   int64_t block = 0;        ///< iterations per block
   /// A flattened nest (tier0.cpp, NestInverter): its inner loop's length, invariant here. A
   /// block then holds whole rows of it, and index values affine in each of the nest's two
-  /// variables stay affine over the block (a stride per lane and one per row).
+  /// variables stay affine over the block (a stride per lane and one per row). Or an
+  /// invariant the variable is divided by (a pack of A's rows through the heads' view, a
+  /// head's 32 columns each), whose rows are taken where at least kMinRow long.
   Id row = kir::kNone;
+  bool divisor_rows = false;
+  static constexpr int64_t kMinRow = 8;
+  /// A batch of a loop of rows (NestInverter::batched): a fold into an array element per
+  /// row combines each row's lanes in one call, as the row's own block did.
+  bool fold_rows = false;
   std::vector<Form> form;   ///< per expression the loop uses
   std::vector<int> slot;    ///< per expression: its block in the scratch, or -1
   int slots = 0;
@@ -121,7 +135,7 @@ struct Tier0Kernel::Program {
   std::vector<const Stmt*> copy_nest_stmts;  // the nests that run as copies (preparation only)
   int flattened = 0;                         // nests the inverter flattened (Tier0Kernel::shape)
   int batched = 0;                           // loops of rows it batched (Tier0Kernel::shape)
-  std::vector<std::pair<int, Id>> rows;      // per flattened nest: its loop's slot, its inner loop's length
+  std::vector<tier0::Rows> rows;             // the loops the inverter made of rows
   std::vector<Id> root_hoisted;
   std::vector<Step> root;
   std::vector<tier0::BlockFn> fn;  // per Op expression: its block function

@@ -646,7 +646,7 @@ class Runner {
     // one row.
     int64_t step = loop.block;
     const int64_t row = loop.row == kir::kNone ? 0 : f_.index(loop.row);
-    const bool rows = row > 1 && row < loop.block && lo >= 0;
+    const bool rows = row > (loop.divisor_rows ? BlockLoop::kMinRow - 1 : 1) && row < loop.block && lo >= 0;
     if (rows) step = loop.block / row * row;
     width_ = std::min(step, hi - lo);
     row_ = rows ? row : width_;
@@ -722,7 +722,7 @@ class Runner {
           return 0;
         }
         const Id o = s.offsets[0];
-        if (loop_->row != kir::kNone && affine_offset(o) && strides_of(o).lane == 0) {
+        if (loop_->fold_rows && affine_offset(o) && strides_of(o).lane == 0) {
           // A batch of rows (NestInverter::batched), one accumulator each: each row's lanes
           // fold in one call, as a row in a block of its own did.
           const Strides st = strides_of(o);
