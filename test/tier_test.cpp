@@ -577,6 +577,49 @@ TEST(TierZeroTest, ALoopDividedByAnInvariantRunsInRowsOfIt) {
   }
 }
 
+/// A slice of a row in runs (the heads' cat: a part of each output row, in runs of a head's
+/// columns, each read through its head's index) runs as one loop over the slice, its runs
+/// as rows: the same stores as in order, for runs of 32, of 3 and of none (n = max(0, 1):
+/// nothing stored, though the slice has elements).
+TEST(TierZeroTest, ASliceOfARowInRunsRunsAsOneLoop) {
+  kir::Builder k;
+  const int x = k.new_buffer(DType::Float32), out = k.new_buffer(DType::Float32);
+  const kir::Id m = k.dim(k.new_dim()), len = k.dim(k.new_dim());
+  k.loop(k.begin(), k.end(), [&](kir::Id row) {
+    const kir::Id lo = k.add(k.mul(row, k.index(200)), k.index(5)), hi = k.add(lo, len);
+    const kir::Id n = k.max(m, k.index(1));
+    k.loop(k.div(lo, n), k.ceil_div(hi, n), [&](kir::Id run) {
+      const kir::Id base = k.mul(run, n);
+      k.loop(k.max(k.sub(lo, base), k.index(0)), k.min(k.sub(hi, base), m), [&](kir::Id j) {
+        const kir::Id from = k.add(k.mul(k.rem(run, k.index(3)), k.index(40)), j);
+        k.store(out, k.add(base, j), k.load(x, from));
+      });
+    });
+  });
+  k.kernel().kind = "row";
+  k.kernel().count = k.index(6);
+  k.kernel().work = len;
+  const runtime::Tier0Kernel kernel(k.take());
+  EXPECT_EQ(kernel.shape().flattened, 1);
+  std::vector<float> xs(200);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<float>(i) + 0.5f;
+  for (const int64_t run_length : {32, 3, 0}) {
+    for (const auto& [begin, end] : std::vector<std::pair<int64_t, int64_t>>{{0, 6}, {2, 5}}) {
+      const int64_t dims[] = {run_length, 150};
+      std::vector<float> got(1200, -1.0f), want = got;
+      for (int64_t r = begin; r < end; ++r) {
+        const int64_t n = std::max<int64_t>(run_length, 1);
+        for (int64_t e = r * 200 + 5; e < r * 200 + 155 && run_length > 0; ++e) {
+          want[static_cast<size_t>(e)] = xs[static_cast<size_t>((e / n) % 3 * 40 + e % n)];
+        }
+      }
+      void* args[] = {xs.data(), got.data()};
+      ASSERT_EQ(kernel.run(args, dims, begin, end), 0);
+      ASSERT_EQ(got, want) << "runs of " << run_length << ", rows " << begin << ".." << end;
+    }
+  }
+}
+
 /// Stores at offsets read from data may write one element twice: such a nest runs in its
 /// order (the element written by iterations (7, 0) and, before it, (0, 1) ends with the
 /// former's value; inverted it would end with the latter's).

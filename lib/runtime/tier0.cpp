@@ -216,7 +216,7 @@ class NestInverter {
       if (s.kind != Stmt::Kind::For || nests_.is_copy_nest(s)) {  // a copy nest runs as copies instead
         out.push_back(std::move(s));
       } else if (const std::optional<Runs> r = runs(s)) {
-        out.push_back(read_linearly(s, r->base) ? linearised(std::move(s)) : by_rows(std::move(s), r->n));
+        out.push_back(read_linearly(s, r->base) ? linearised(std::move(s), *r) : by_rows(std::move(s), *r));
         ++flattened_;
       } else if (flattenable(s)) {
         out.push_back(flattened(std::move(s)));
@@ -294,30 +294,36 @@ class NestInverter {
   bool is(Id e, ExprKind kind) const { return k_.exprs[e].kind == kind; }
   bool is_index(Id e, int64_t value) const { return is(e, ExprKind::Const) && k_.exprs[e].bits == value; }
 
-  /// The run length n where `nest` is the slice [Begin, End) in runs of n elements
-  /// (KernelContext::for_runs: `for run in [Begin / n, (End + n - 1) / n): for j in
-  /// [max(Begin - run n, 0), min(End - run n, n))`). Its iterations are the elements Begin to
-  /// End in order, one long loop for tier 0 however short the runs (a weight's update over
-  /// rows of 10 ran in blocks of 10; a softmax's rows of 64 in blocks of 64).
+  /// Where `nest` is a slice [lo, hi) in runs of n elements (KernelContext::for_runs: `for
+  /// run in [lo / n, (hi + n - 1) / n): for j in [max(lo - run n, 0), min(hi - run n, m))`,
+  /// m the run's length, n = m or max(m, 1)), with lo and hi invariant in it ([Begin, End):
+  /// an elementwise kernel; a part of a row: a head's run in the heads' cat): its
+  /// iterations are the elements lo to hi in order, one long loop for tier 0 however short
+  /// the runs (a weight's update over rows of 10 ran in blocks of 10; a softmax's rows of 64
+  /// in blocks of 64; the cat, a copy of 32 per head and row).
   struct Runs {
-    Id n, base;  ///< the run length; run n
+    Id n, base;  ///< the run length, run n
+    Id lo, hi;   ///< the slice; hi is lo where the runs are empty (m = 0 < n)
   };
-  std::optional<Runs> runs(const Stmt& nest) const {
+  std::optional<Runs> runs(const Stmt& nest) {
     if (nest.body.size() != 1 || nest.body[0].kind != Stmt::Kind::For || !innermost(nest.body[0])) return std::nullopt;
     const Stmt& inner = nest.body[0];
-    const auto hi = operands(inner.hi, kir::IndexOp::Min);                      // min(End - base, n)
-    const auto left = hi ? operands(hi->first, kir::IndexOp::Sub) : std::nullopt;  // End - base
-    if (!left || !is(left->first, ExprKind::End)) return std::nullopt;
-    const Id n = hi->second, end = left->first, base = left->second;
+    const auto hi = operands(inner.hi, kir::IndexOp::Min);                      // min(hi - base, m)
+    const auto left = hi ? operands(hi->first, kir::IndexOp::Sub) : std::nullopt;  // hi - base
+    if (!left) return std::nullopt;
+    const Id length = hi->second, end = left->first, base = left->second;
     const auto product = operands(base, kir::IndexOp::Mul);  // run * n
-    if (!product || product->second != n || !is(product->first, ExprKind::Var) || k_.exprs[product->first].slot != nest.slot) {
+    if (!product || !is(product->first, ExprKind::Var) || k_.exprs[product->first].slot != nest.slot) return std::nullopt;
+    const Id n = product->second;
+    const auto at_least_one = operands(n, kir::IndexOp::Max);  // max(m, 1)
+    if (n != length && !(at_least_one && at_least_one->first == length && is_index(at_least_one->second, 1))) {
       return std::nullopt;
     }
-    const auto lo = operands(inner.lo, kir::IndexOp::Max);                        // max(Begin - base, 0)
-    const auto from = lo ? operands(lo->first, kir::IndexOp::Sub) : std::nullopt;  // Begin - base
-    if (!from || !is_index(lo->second, 0) || from->second != base || !is(from->first, ExprKind::Begin)) return std::nullopt;
-    const auto first = operands(nest.lo, kir::IndexOp::Div);   // Begin / n
-    const auto last = operands(nest.hi, kir::IndexOp::Div);    // (End + n - 1) / n
+    const auto lo = operands(inner.lo, kir::IndexOp::Max);                        // max(lo - base, 0)
+    const auto from = lo ? operands(lo->first, kir::IndexOp::Sub) : std::nullopt;  // lo - base
+    if (!from || !is_index(lo->second, 0) || from->second != base) return std::nullopt;
+    const auto first = operands(nest.lo, kir::IndexOp::Div);   // lo / n
+    const auto last = operands(nest.hi, kir::IndexOp::Div);    // (hi + n - 1) / n
     const auto sum = last ? operands(last->first, kir::IndexOp::Add) : std::nullopt;
     if (!first || first->first != from->first || first->second != n || !sum || last->second != n || sum->first != end) {
       return std::nullopt;
@@ -326,7 +332,11 @@ class NestInverter {
     const bool n_less_one = (less && less->first == n && is_index(less->second, 1)) ||
                             (is(n, ExprKind::Const) && is_index(sum->second, k_.exprs[n].bits - 1));
     if (!n_less_one) return std::nullopt;
-    return Runs{n, base};
+    const uint64_t both = bit(nest.slot) | bit(inner.slot);
+    if (((nests_.vars(from->first) | nests_.vars(end)) & both) != 0) return std::nullopt;
+    // Runs of length 0 under n = max(0, 1) store nothing, whatever the slice says.
+    const Id stop = n == length ? end : b_.add(from->first, b_.mul(b_.sub(end, from->first), b_.min(length, b_.index(1))));
+    return Runs{n, base, from->first, stop};
   }
 
   /// Whether the statements of runs `nest` (base: run n) read run and j only through run n + j
@@ -352,27 +362,27 @@ class NestInverter {
     return !other_use;
   }
 
-  /// `nest` (runs read linearly) as `for w in [Begin, End)` over its statements, with run n +
-  /// j replaced by w: run becomes 0 and j becomes w, which the builder folds to w.
-  Stmt linearised(Stmt nest) {
+  /// `nest` (runs read linearly) as `for w in [lo, hi)` over its statements, with run n + j
+  /// replaced by w: run becomes 0 and j becomes w, which the builder folds to w.
+  Stmt linearised(Stmt nest, const Runs& runs) {
     Stmt inner = std::move(nest.body[0]);
     const auto [slot, w] = b_.new_var();
     b_.substitute(inner.body, {{nest.slot, b_.index(0)}, {inner.slot, w}});
-    Stmt flat{.kind = Stmt::Kind::For, .slot = slot, .lo = b_.begin(), .hi = b_.end()};
+    Stmt flat{.kind = Stmt::Kind::For, .slot = slot, .lo = runs.lo, .hi = runs.hi};
     flat.body = std::move(inner.body);
     return flat;
   }
 
-  /// `nest` (runs of length n read otherwise too: a row's index, a causal mask) as `for w in
-  /// [Begin, End)` with run = w / n and j = w % n: a block holds whole runs as its rows
-  /// (BlockLoop::row), along which index values stay affine.
-  Stmt by_rows(Stmt nest, Id n) {
+  /// `nest` (runs of length n read otherwise too: a row's index, a causal mask, a head) as
+  /// `for w in [lo, hi)` with run = w / n and j = w % n: a block holds whole runs as its
+  /// rows (BlockLoop::row), along which index values stay affine.
+  Stmt by_rows(Stmt nest, const Runs& runs) {
     Stmt inner = std::move(nest.body[0]);
     const auto [slot, w] = b_.new_var();
-    b_.substitute(inner.body, {{nest.slot, b_.div(w, n)}, {inner.slot, b_.rem(w, n)}});
-    Stmt flat{.kind = Stmt::Kind::For, .slot = slot, .lo = b_.begin(), .hi = b_.end()};
+    b_.substitute(inner.body, {{nest.slot, b_.div(w, runs.n)}, {inner.slot, b_.rem(w, runs.n)}});
+    Stmt flat{.kind = Stmt::Kind::For, .slot = slot, .lo = runs.lo, .hi = runs.hi};
     flat.body = std::move(inner.body);
-    rows_.push_back({slot, n});
+    rows_.push_back({slot, runs.n});
     return flat;
   }
 
