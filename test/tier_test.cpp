@@ -548,8 +548,8 @@ TEST(TierZeroTest, ComparisonsOfIndexValuesAreTheComparisonsInOrder) {
 /// A loop whose variable is divided by an invariant (a pack of A's rows through the heads'
 /// view: v / 32 and v % 32) runs its blocks as rows of the divisor, from multiples of it,
 /// where the quotient and remainder are affine: the same stores as in order, for divisors
-/// long enough to be rows (32, 40) and too short (4), over slices that start and end inside
-/// a row.
+/// long enough to be rows (32, 40) and too short (4, 9), over slices that start and end
+/// inside a row.
 TEST(TierZeroTest, ALoopDividedByAnInvariantRunsInRowsOfIt) {
   kir::Builder k;
   const int x = k.new_buffer(DType::Float32), out = k.new_buffer(DType::Float32);
@@ -562,7 +562,7 @@ TEST(TierZeroTest, ALoopDividedByAnInvariantRunsInRowsOfIt) {
   k.kernel().count = k.index(3000);
   k.kernel().work = k.index(1);
   const runtime::Tier0Kernel kernel(k.take());
-  for (const int64_t divisor : {32, 40, 4}) {
+  for (const int64_t divisor : {32, 40, 4, 9}) {
     for (const auto& [begin, end] : std::vector<std::pair<int64_t, int64_t>>{{0, 3000}, {45, 2021}, {1030, 1031}}) {
       std::vector<float> xs(static_cast<size_t>(3000 / divisor + 1) * 50);
       for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<float>(i % 997);

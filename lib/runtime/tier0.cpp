@@ -797,7 +797,8 @@ int Program::build_block_loop(const Stmt& s, int depth, const std::vector<bool>&
     loop.form[e] = index ? Form::Index : Form::Block;
   }
   if (loop.var != kir::kNone) loop.form[loop.var] = Form::Index;
-  // Rows of a divisor of the variable: its quotient and remainder are then affine in a block.
+  // Rows of a divisor of the variable (BlockLoop::kMinRow long at least, checked as it
+  // runs): its quotient and remainder are then affine in a block.
   for (Id e : needed) {
     if (loop.row != kir::kNone || loop.var == kir::kNone) break;
     const Expr& x = k.exprs[e];

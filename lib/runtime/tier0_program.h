@@ -53,10 +53,11 @@ struct BlockLoop {
   /// block then holds whole rows of it, and index values affine in each of the nest's two
   /// variables stay affine over the block (a stride per lane and one per row). Or an
   /// invariant the variable is divided by (a pack of A's rows through the heads' view, a
-  /// head's 32 columns each), whose rows are taken where at least kMinRow long.
+  /// head's 32 columns each), whose rows are taken where at least kMinRow long: shorter
+  /// ones would pay a copy call per row where a gather pays a load per lane.
   Id row = kir::kNone;
   bool divisor_rows = false;
-  static constexpr int64_t kMinRow = 8;
+  static constexpr int64_t kMinRow = 16;
   /// A batch of a loop of rows (NestInverter::batched): a fold into an array element per
   /// row combines each row's lanes in one call, as the row's own block did.
   bool fold_rows = false;

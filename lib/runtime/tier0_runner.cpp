@@ -641,8 +641,8 @@ class Runner {
     if (!reached) reached = stored_over(loop.writes);  // once per call: the frame's buffers stay
     stored_over_ = *reached;
     eval_all(loop.entry);
-    // A flattened nest's blocks hold whole rows of it, from a multiple of their length (the
-    // first may be shorter: rows begin at multiples of the row's length); other blocks are
+    // A loop of rows (BlockLoop::row) runs blocks of whole rows from multiples of the block
+    // (the first may be shorter: rows begin at multiples of their length); other blocks are
     // one row.
     int64_t step = loop.block;
     const int64_t row = loop.row == kir::kNone ? 0 : f_.index(loop.row);
