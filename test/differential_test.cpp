@@ -160,7 +160,9 @@ std::vector<ir::HostTensor> run_on(Tier tier, const std::vector<ir::NodePtr>& ro
   for (const auto& r : roots) tensors.push_back(detail::make_pending(r));
   const Metrics before = metrics();
   sync(tensors);
-  if (tier == Tier::Interpret) EXPECT_EQ(tests::launches_not_on_tier0(before), 0);  // none compiled by an earlier case
+  if (tier == Tier::Interpret) {
+    EXPECT_EQ(tests::launches_not_on_tier0(before), 0);  // none compiled by an earlier case
+  }
   std::vector<ir::HostTensor> out;
   for (const Tensor& t : tensors) {
     const BackendData& data = *t.impl()->data();
