@@ -72,7 +72,7 @@ struct MicroKernel {
 /// result of the same statement still reads). Two iterations of a loop nest store to one
 /// element only at offsets that read data (a scatter): a nest of stores at offsets of index
 /// arithmetic that reads nothing it stores may run its iterations in another order (tier 0
-/// inverts such nests, tier0.cpp).
+/// inverts such nests, tier0_nests.cpp).
 /// A Fold combines a value into a local accumulator (`l = op(l, value)`, op Add, Maximum or
 /// Minimum); its order is the loops' order, except that a float sum may keep partial sums
 /// in vector lanes (the same lanes on every run, whatever the thread count).

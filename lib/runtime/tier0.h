@@ -22,7 +22,7 @@ namespace lazyjit::runtime {
 /// copies (a pack, an epilogue that stores a tile) runs as one strided copy per store; one
 /// of short rows (an epilogue's tile, a slice in runs) runs as one loop of whole rows per
 /// block, and a loop of rows that fold (a rows kernel) a batch of rows at a time
-/// (tier0.cpp, NestInverter). Outer loops and matmul steps run one iteration at a time; a
+/// (tier0_nests.cpp, NestInverter). Outer loops and matmul steps run one iteration at a time; a
 /// matmul step calls the library's micro-kernel.
 class Tier0Kernel {
  public:
@@ -36,7 +36,7 @@ class Tier0Kernel {
   /// Runs iterations [begin, end) over the bound frame; returns the status word. Thread-safe.
   int32_t run(void* const* args, const int64_t* dims, int64_t begin, int64_t end) const;
 
-  /// What tier 0 made of the kernel's loop nests (tier0.cpp), for tests: stores run as
+  /// What tier 0 made of the kernel's loop nests (tier0_nests.cpp), for tests: stores run as
   /// strided copies or fills of copy nests, nests flattened into one loop, and loops of rows
   /// run a batch of rows at a time.
   struct Shape {

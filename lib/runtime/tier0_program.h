@@ -49,7 +49,7 @@ struct Rows {
 struct BlockLoop {
   Id var = kir::kNone;      ///< the loop variable's expression, if used
   int64_t block = 0;        ///< iterations per block
-  /// A flattened nest (tier0.cpp, NestInverter): its inner loop's length, invariant here. A
+  /// A flattened nest (tier0_nests.cpp, NestInverter): its inner loop's length, invariant here. A
   /// block then holds whole rows of it, and index values affine in each of the nest's two
   /// variables stay affine over the block (a stride per lane and one per row). Or an
   /// invariant the variable is divided by (a pack of A's rows through the heads' view, a
@@ -76,7 +76,7 @@ struct BlockLoop {
   std::vector<Statement> body;
 };
 
-/// A copy nest (tier0.cpp, CopyNests): each store of its inner loops run over the whole
+/// A copy nest (tier0_nests.h, CopyNests): each store of its inner loops run over the whole
 /// nest as one strided copy, or fill, whose strides the runner derives from the offsets.
 struct CopyNest {
   /// The outer loop's variable slot; -1 for a copy loop (CopyNests::is_copy_loop), whose one

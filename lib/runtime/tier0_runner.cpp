@@ -5,6 +5,7 @@
 
 #include "lowering/internal_error.h"
 #include "lowering/kernel_abi.h"
+#include "runtime/tier0_copies.h"
 #include "runtime/tier0_program.h"
 
 namespace lazyjit::runtime {
@@ -16,6 +17,15 @@ using kir::Stmt;
 using lowering::internal_error;
 using tier0::bit;
 using tier0::BlockLoop;
+using tier0::Broadcast;
+using tier0::by_size;
+using tier0::Copy2d;
+using tier0::copy_elements;
+using tier0::Fill2d;
+using tier0::Gather;
+using tier0::Scatter;
+using tier0::ScatterStrided;
+using tier0::Strided;
 using tier0::Form;
 using tier0::Step;
 using tier0::Writes;
@@ -51,93 +61,6 @@ int64_t index_op(kir::IndexOp op, int64_t a, int64_t b) {
   }
   return 0;
 }
-
-/// Copies `n` elements of `size` bytes; bool values are read as 0 or 1.
-void copy_elements(std::byte* out, const std::byte* in, int64_t n, int64_t size, bool boolean) {
-  std::memcpy(out, in, static_cast<size_t>(n * size));
-  if (boolean) {
-    for (int64_t i = 0; i < n; ++i) out[i] = std::byte{out[i] != std::byte{0}};
-  }
-}
-
-template <class T>
-void gather(T* out, const T* in, const int64_t* offsets, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = in[offsets[i]];
-}
-template <class T>
-void strided(T* out, const T* in, int64_t base, int64_t stride, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = in[base + stride * i];
-}
-template <class T>
-void scatter(T* out, const T* in, const int64_t* offsets, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[offsets[i]] = in[i];
-}
-template <class T>
-void scatter_strided(T* out, const T* in, int64_t base, int64_t stride, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[base + stride * i] = in[i];
-}
-
-/// Dispatches on an element size of 1, 4 or 8 bytes.
-template <template <class> class F, class... A>
-void by_size(int64_t size, A... a) {
-  if (size == 1) F<uint8_t>{}(a...);
-  else if (size == 4) F<uint32_t>{}(a...);
-  else F<uint64_t>{}(a...);
-}
-template <class T> struct Gather {
-  void operator()(std::byte* out, const std::byte* in, const int64_t* offsets, int64_t n) const {
-    gather(reinterpret_cast<T*>(out), reinterpret_cast<const T*>(in), offsets, n);
-  }
-};
-template <class T> struct Strided {
-  void operator()(std::byte* out, const std::byte* in, int64_t base, int64_t stride, int64_t n) const {
-    strided(reinterpret_cast<T*>(out), reinterpret_cast<const T*>(in), base, stride, n);
-  }
-};
-template <class T> struct Scatter {
-  void operator()(std::byte* out, const std::byte* in, const int64_t* offsets, int64_t n) const {
-    scatter(reinterpret_cast<T*>(out), reinterpret_cast<const T*>(in), offsets, n);
-  }
-};
-template <class T> struct ScatterStrided {
-  void operator()(std::byte* out, const std::byte* in, int64_t base, int64_t stride, int64_t n) const {
-    scatter_strided(reinterpret_cast<T*>(out), reinterpret_cast<const T*>(in), base, stride, n);
-  }
-};
-/// A copy nest's store (tier0::CopyNest): rows of n elements, out's and in's rows and
-/// elements `*_row` and `*_col` elements apart.
-template <class T> struct Copy2d {
-  void operator()(std::byte* out, int64_t out_row, int64_t out_col, const std::byte* in, int64_t in_row,
-                  int64_t in_col, int64_t rows, int64_t n) const {
-    T* o = reinterpret_cast<T*>(out);
-    const T* x = reinterpret_cast<const T*>(in);
-    for (int64_t r = 0; r < rows; ++r, o += out_row, x += in_row) {
-      if (out_col == 1 && in_col == 1) {
-        std::memmove(o, x, static_cast<size_t>(n) * sizeof(T));
-      } else {
-        for (int64_t j = 0; j < n; ++j) o[j * out_col] = x[j * in_col];
-      }
-    }
-  }
-};
-template <class T> struct Fill2d {
-  void operator()(std::byte* out, int64_t out_row, int64_t out_col, const void* value, int64_t rows, int64_t n) const {
-    T v;
-    std::memcpy(&v, value, sizeof v);
-    T* o = reinterpret_cast<T*>(out);
-    for (int64_t r = 0; r < rows; ++r, o += out_row) {
-      for (int64_t j = 0; j < n; ++j) o[j * out_col] = v;
-    }
-  }
-};
-template <class T> struct Broadcast {
-  void operator()(std::byte* out, const void* value, int64_t n) const {
-    T v;
-    std::memcpy(&v, value, sizeof v);
-    T* o = reinterpret_cast<T*>(out);
-    for (int64_t i = 0; i < n; ++i) o[i] = v;
-  }
-};
 
 /// An affine index value's steps over a block: per lane of a row, and per row.
 struct Strides {
