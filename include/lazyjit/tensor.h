@@ -60,20 +60,14 @@ class Tensor {
   template <class T>
   std::vector<T> to_vector() const {
     using Element = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
-    std::vector<Element> out;
     const int64_t n = numel_for("to_vector");
     if (!fits_in_host_memory(n, sizeof(Element))) throw_out_of_host_memory("to_vector", sizeof(Element));
+    std::shared_ptr<const void> keep;
+    const auto* first = static_cast<const Element*>(host_elements(dtype_of_v<T>, keep));
     try {
-      out.resize(static_cast<size_t>(n));
-    } catch (const std::exception&) {  // bad_alloc, or length_error past max_size()
+      return std::vector<T>(first, first + n);  // one pass over fresh memory, not a fill and a copy
+    } catch (const std::exception&) {           // bad_alloc, or length_error past max_size()
       throw_out_of_host_memory("to_vector", sizeof(Element));
-    }
-    if constexpr (std::is_same_v<T, bool>) {
-      copy_out(out.data(), DType::Bool);
-      return std::vector<bool>(out.begin(), out.end());
-    } else {
-      copy_out(out.data(), dtype_of_v<T>);
-      return out;
     }
   }
 
@@ -144,7 +138,8 @@ class Tensor {
 
  private:
   static Tensor from_data(const void* data, int64_t count, DType dtype, std::vector<int64_t> shape);
-  void copy_out(void* dst, DType requested) const;
+  /// The materialised elements, checked to be of dtype `requested`; `keep` holds them.
+  const void* host_elements(DType requested, std::shared_ptr<const void>& keep) const;
   [[noreturn]] void throw_out_of_host_memory(const char* op, size_t element_size) const;
   /// Whether `count` elements of `element_size` bytes fit in the machine's memory at all.
   static bool fits_in_host_memory(int64_t count, size_t element_size);

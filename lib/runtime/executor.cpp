@@ -41,13 +41,15 @@ void launch_acquired(const void* token) {
 }  // namespace
 
 struct Executor::Arena {
-  // Started now, so that the first graph's first launch does not start the worker threads.
-  // Workers get room to compile a kernel in place (where this process starts them; oneTBB's
-  // default is 4 MiB).
+  // Started now, and readied for tier 0, so that the first graph's first launch does not
+  // start the worker threads nor set them up. Workers get room to compile a kernel in place
+  // (where this process starts them; oneTBB's default is 4 MiB).
   explicit Arena(int threads)
       : stack(tbb::global_control::thread_stack_size, kCompileThreadStackBytes), arena(threads) {
     arena.initialize();
-    if (threads > 1) arena.enqueue([] {});  // oneTBB starts a worker when it has a task for one
+    // oneTBB starts a worker when it has a task for one.
+    for (int t = 1; t < threads; ++t) arena.enqueue([] { Tier0Kernel::prepare_thread(); });
+    Tier0Kernel::prepare_thread();
   }
   tbb::global_control stack;
   tbb::task_arena arena;

@@ -48,7 +48,7 @@ absl::StatusOr<GraphCompiler::Lowered> GraphCompiler::lower(const ir::Graph& gra
   const Clock::time_point start = Clock::now();
   if (absl::Status status = ir::verify(graph); !status.ok()) return status;
   const bool guarded = options_.max_graphs > 0;
-  const bool explain = guarded || logger().should_log(spdlog::level::info);
+  const bool explain = guarded || should_log(spdlog::level::info);
   std::string why = explain ? log_.explain(graph) : std::string();
   if (!log_.admit(graph, static_cast<size_t>(options_.max_graphs))) {
     return absl::ResourceExhaustedError(

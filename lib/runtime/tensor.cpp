@@ -88,17 +88,18 @@ std::string Tensor::to_string() const {
   return fmt::format("Tensor({}{})", dtype_name(dtype()), ir::shape_to_string(impl_->shape()));
 }
 
-void Tensor::copy_out(void* dst, DType requested) const {
+const void* Tensor::host_elements(DType requested, std::shared_ptr<const void>& keep) const {
   detail::TensorImpl& impl = checked_impl("to_vector");
   if (impl.dtype() != requested) {
     throw Error(fmt::format("to_vector: tensor has dtype {}, asked for {} (convert with .to(DType) first)",
                             dtype_name(impl.dtype()), dtype_name(requested)));
   }
   Runtime& rt = Runtime::get();
-  const BackendDataPtr held = materialized(impl_);
-  const BackendData& data = *held;
-  if (data.numel() > 0) std::memcpy(dst, data.data(), static_cast<size_t>(data.size_bytes()));
-  rt.counters().bytes_out.fetch_add(data.size_bytes(), std::memory_order_relaxed);
+  BackendDataPtr held = materialized(impl_);
+  rt.counters().bytes_out.fetch_add(held->size_bytes(), std::memory_order_relaxed);
+  const void* data = held->data();
+  keep = std::move(held);
+  return data;
 }
 
 bool Tensor::fits_in_host_memory(int64_t count, size_t element_size) {

@@ -36,6 +36,11 @@ class Tier0Kernel {
   /// Runs iterations [begin, end) over the bound frame; returns the status word. Thread-safe.
   int32_t run(void* const* args, const int64_t* dims, int64_t begin, int64_t end) const;
 
+  /// Readies the calling thread for its first run ahead of time: the block functions chosen
+  /// for this CPU, the thread's scratch (and so its malloc arena). The executor calls it on
+  /// its threads as it starts them, so that a process's first graph does not pay for it.
+  static void prepare_thread();
+
   /// What tier 0 made of the kernel's loop nests (tier0_nests.cpp), for tests: stores run as
   /// strided copies or fills of copy nests, nests flattened into one loop, and loops of rows
   /// run a batch of rows at a time.

@@ -696,11 +696,30 @@ class Runner {
 
 }  // namespace
 
+namespace {
+
+/// The calling thread's scratch, reused across calls: registers, locals, blocks (64-byte
+/// aligned).
+std::vector<uint64_t>& thread_scratch() {
+  thread_local std::vector<uint64_t> scratch;
+  return scratch;
+}
+
+}  // namespace
+
+void Tier0Kernel::prepare_thread() {
+  (void)tier0::block_table();
+  std::vector<uint64_t>& scratch = thread_scratch();
+  // A kernel of up to 12 blocks live at once; below malloc's mmap threshold (128 KiB), so it
+  // grows the thread's own heap, where the runs' small allocations then come from.
+  constexpr size_t kWords = 32 * kBlock;
+  if (scratch.size() < kWords) scratch.resize(kWords);
+}
+
 int32_t run_program(const Tier0Kernel::Program& p, void* const* args, const int64_t* dims, int64_t begin,
                     int64_t end) {
   const kir::Kernel& k = p.k;
-  // Scratch of this thread, reused across calls: registers, locals, blocks (64-byte aligned).
-  thread_local std::vector<uint64_t> scratch;
+  std::vector<uint64_t>& scratch = thread_scratch();
   const size_t regs = (k.exprs.size() + 7) / 8 * 8;
   const size_t words = regs + static_cast<size_t>(p.locals_bytes) / 8 +
                        static_cast<size_t>(p.max_blocks) * static_cast<size_t>(Tier0Kernel::kBlock) + 8;
