@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <latch>
 #include <memory>
+#include <mutex>
 #include <regex>
 #include <stdexcept>
 #include <string>
@@ -461,6 +462,54 @@ TEST(JitCompilerTest, EachDistinctKernelIsCompiledOnce) {
   EXPECT_EQ(jit.loaded_kernels(), 2) << "the second graph still holds them";
   second->reset();
   EXPECT_EQ(jit.loaded_kernels(), 0);
+}
+
+// A compile that tier 0 runs beside hands each kernel over as soon as it is loaded, in the
+// order asked for (the kernels the order leaves out after it, in graph order), and a kernel
+// the graph holds twice at each of its indices; the graph it returns has the same code.
+TEST(JitCompilerTest, AProgressiveCompileHandsEachKernelOverInTheOrderAskedFor) {
+  auto compiler = JitCompiler::create();  // its own: nothing compiled before
+  ASSERT_TRUE(compiler.ok()) << compiler.status();
+  auto scalar = [](double v) { return ir::make_scalar(ir::ScalarValue::of_double(v), DType::Float32, {}); };
+  auto kernel_of = [&](const ir::NodePtr& x, const ir::NodePtr& b, double s) {
+    return ew(ir::OpKind::Abs, {ew(ir::OpKind::Add, {ew(ir::OpKind::Mul, {x, scalar(s)}), b})});
+  };
+  const ir::NodePtr x = ir::make_parameter(floats({4, 8}, 0, 1)), b = ir::make_parameter(floats({8}, 1, 0));
+  const ir::NodePtr y = ir::make_parameter(floats({3}, 0, 1)), z = ir::make_parameter(floats({5}, 0, 1));
+  const ir::NodePtr x2 = ir::make_parameter(floats({6, 8}, 0, 1)), b2 = ir::make_parameter(floats({8}, 2, 0));
+  const ir::NodePtr roots[] = {kernel_of(x, b, 0.5), ew(ir::OpKind::Neg, {y}), kernel_of(x2, b2, 0.25),
+                               ew(ir::OpKind::Relu, {z})};
+  const ir::Graph graph = ir::build_graph(roots);
+  lowering::LoweredGraph lowered = lowering::lower_graph(graph);
+  ASSERT_EQ(lowered.kernels.size(), 4u);
+  // Which kernel computes which root: the two abs kernels are one kernel by content.
+  std::vector<size_t> of_root(4);
+  for (size_t k = 0; k < 4; ++k) of_root[static_cast<size_t>(lowered.plan.kernels[k].results.at(0))] = k;
+  const size_t abs_a = of_root[0], neg = of_root[1], abs_b = of_root[2], relu = of_root[3];
+  ASSERT_EQ(lowered.kernels[abs_a].content, lowered.kernels[abs_b].content);
+
+  std::vector<std::pair<size_t, const CompiledKernel*>> handed;
+  std::mutex handed_mutex;
+  const JitCompiler::Progress progress{
+      .order = {relu, abs_b},  // the neg kernel left out: last
+      .ready = [&](size_t k, const std::shared_ptr<const CompiledKernel>& code) {
+        std::lock_guard lock(handed_mutex);
+        handed.emplace_back(k, code.get());
+      }};
+  JitCompiler::Report report;
+  absl::StatusOr<std::shared_ptr<const CompiledGraph>> code =
+      (*compiler)->compile(std::move(lowered), nullptr, &report, nullptr, in_order, &progress);
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(report.kernels_compiled, 3);
+  ASSERT_EQ(handed.size(), 4u);
+  EXPECT_EQ(handed[0].first, relu);
+  // The abs kernel is first asked for at index abs_b; it serves abs_a (where the graph
+  // first holds it) too.
+  EXPECT_EQ((std::vector<size_t>{handed[1].first, handed[2].first}), (std::vector<size_t>{abs_a, abs_b}));
+  EXPECT_EQ(handed[1].second, handed[2].second);
+  EXPECT_EQ(handed[3].first, neg);
+  for (const auto& [k, kernel] : handed) EXPECT_EQ(kernel->function(), (*code)->function(k)) << "kernel " << k;
+  expect_matches_interpreter(graph, run(graph, **code));
 }
 
 TEST(JitCompilerTest, CodeReadsSizesFromTheShapeTable) {

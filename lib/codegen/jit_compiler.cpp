@@ -258,6 +258,8 @@ struct JitCompiler::NewKernel {
   absl::Status status = {};
   std::string optimized_ir = {}, assembly = {};
   int64_t optimize_ns = 0, codegen_ns = 0;
+  std::vector<size_t> also = {};  // later indices in the plan of the same kernel
+  std::shared_ptr<const CompiledKernel> loaded = {};  // once loaded (as compiled, under Progress)
 };
 
 absl::Status JitCompiler::emit(NewKernel& kernel, const std::string& symbol, std::vector<KernelModule>* modules) const {
@@ -305,12 +307,41 @@ void JitCompiler::compile_object(NewKernel& kernel, std::vector<KernelModule>* m
 }
 
 void JitCompiler::compile_objects(std::vector<NewKernel>& fresh, std::vector<KernelModule>* modules, bool with_text,
-                                  ForEachKernel for_each) {
+                                  ForEachKernel for_each, const Progress* progress) {
   std::vector<NewKernel*> queue;
   for (NewKernel& kernel : fresh) {
     if (kernel.object.empty()) queue.push_back(&kernel);
   }
-  for_each(queue.size(), [&](size_t i) { compile_object(*queue[i], modules, with_text); });
+  if (progress == nullptr) {
+    for_each(queue.size(), [&](size_t i) { compile_object(*queue[i], modules, with_text); });
+    return;
+  }
+  // A kernel's place: the first of its indices in the order, or after all of them.
+  absl::flat_hash_map<size_t, size_t> place;
+  for (size_t r = 0; r < progress->order.size(); ++r) place.try_emplace(progress->order[r], r);
+  auto place_of = [&](const NewKernel& kernel) {
+    size_t best = progress->order.size();
+    for (size_t k : kernel.also) best = std::min(best, place.contains(k) ? place[k] : best);
+    return std::min(best, place.contains(kernel.index) ? place[kernel.index] : best);
+  };
+  std::stable_sort(queue.begin(), queue.end(),
+                   [&](const NewKernel* a, const NewKernel* b) { return place_of(*a) < place_of(*b); });
+  for_each(queue.size(), [&](size_t i) {
+    NewKernel& kernel = *queue[i];
+    compile_object(kernel, modules, with_text);
+    if (!kernel.status.ok()) return;
+    {
+      std::lock_guard lock(mutex_);
+      absl::StatusOr<std::shared_ptr<const CompiledKernel>> loaded = load(*kernel.symbol, kernel.object);
+      if (!loaded.ok()) return;  // loaded again, and its error reported, with the rest
+      kernel.loaded = *std::move(loaded);
+      kernels_[kernel.key] = kernel.loaded;
+    }
+    if (progress->ready) {
+      progress->ready(kernel.index, kernel.loaded);
+      for (size_t k : kernel.also) progress->ready(k, kernel.loaded);
+    }
+  });
 }
 
 absl::StatusOr<std::shared_ptr<const CompiledKernel>> JitCompiler::load(const std::string& symbol,
@@ -339,20 +370,22 @@ absl::StatusOr<std::shared_ptr<const CompiledKernel>> JitCompiler::load(const st
 
 absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::compile(lowering::LoweredGraph lowered,
                                                                           const DiskCache* disk, Report* report,
-                                                                          Artifacts* artifacts, ForEachKernel for_each) {
-  return compile(std::move(lowered), nullptr, disk, report, artifacts, for_each);
+                                                                          Artifacts* artifacts, ForEachKernel for_each,
+                                                                          const Progress* progress) {
+  return compile(std::move(lowered), nullptr, disk, report, artifacts, for_each, progress);
 }
 
 absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::compile(lowering::LoweredGraph lowered,
                                                                           std::vector<KernelModule> modules) {
   if (modules.size() != lowered.kernels.size()) return absl::InternalError("one module per kernel, please");
-  return compile(std::move(lowered), &modules, nullptr, nullptr, nullptr, in_order);
+  return compile(std::move(lowered), &modules, nullptr, nullptr, nullptr, in_order, nullptr);
 }
 
 absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::compile(lowering::LoweredGraph lowered,
                                                                           std::vector<KernelModule>* modules,
                                                                           const DiskCache* disk, Report* report,
-                                                                          Artifacts* artifacts, ForEachKernel for_each) {
+                                                                          Artifacts* artifacts, ForEachKernel for_each,
+                                                                          const Progress* progress) {
   Report local_report;
   Report& done = report != nullptr ? *report : local_report;
   const size_t n = lowered.plan.kernels.size();
@@ -369,8 +402,10 @@ absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::compile(loweri
         ++done.kernel_cache_hits;
         continue;
       }
-      const bool twice = std::any_of(fresh.begin(), fresh.end(), [&](const NewKernel& f) { return f.key == key; });
-      if (!twice) {
+      auto first = std::find_if(fresh.begin(), fresh.end(), [&](const NewKernel& f) { return f.key == key; });
+      if (first != fresh.end()) {
+        first->also.push_back(k);
+      } else {
         fresh.push_back(
             {.index = k, .key = key, .lowered = &lowered.kernels[k], .symbol = &lowered.plan.kernels[k].symbol});
       }
@@ -386,12 +421,13 @@ absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::compile(loweri
       kernel.from_disk = true;
     }
   }
-  compile_objects(fresh, modules, artifacts != nullptr, for_each);
+  compile_objects(fresh, modules, artifacts != nullptr, for_each, progress);
   std::lock_guard lock(mutex_);
   for (NewKernel& kernel : fresh) {
     if (!kernel.status.ok()) return kernel.status;
     const std::string& symbol = lowered.plan.kernels[kernel.index].symbol;
-    absl::StatusOr<std::shared_ptr<const CompiledKernel>> loaded = load(symbol, kernel.object);
+    absl::StatusOr<std::shared_ptr<const CompiledKernel>> loaded =
+        kernel.loaded != nullptr ? kernel.loaded : load(symbol, kernel.object);
     if (!loaded.ok() && kernel.from_disk) {  // a valid file from another build: compile it after all
       done.warnings.push_back(fmt::format("cache file {} does not load ({}); compiling and replacing it",
                                           disk->path_of(kernel.key), std::string(loaded.status().message())));

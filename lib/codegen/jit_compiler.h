@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -121,15 +122,26 @@ class JitCompiler {
     std::string assembly = {};
   };
 
+  /// How a compile hands its kernels over as they come, for a graph that tier 0 runs
+  /// meanwhile (it switches kernel by kernel): the new kernels compile in `order` (the graph's
+  /// kernel indices, the most wanted first; kernels it leaves out come after, in graph order),
+  /// and each one compiled now is loaded at once and handed to `ready` with every index of
+  /// the graph it serves, on the thread that compiled it.
+  struct Progress {
+    std::vector<size_t> order = {};
+    std::function<void(size_t kernel, const std::shared_ptr<const CompiledKernel>& code)> ready = {};
+  };
+
   /// The code of `lowered`'s kernels: from memory, else from `disk` (when given and valid),
   /// else optimised, compiled (new objects are stored in `disk`) and loaded. Errors carry
   /// LLVM's own text (missing symbols, verifier failures). `report` and `artifacts` (the
   /// optimised IR and assembly of the kernels compiled now) are filled when given. The new
-  /// kernels compile as the tasks of `for_each`.
+  /// kernels compile as the tasks of `for_each`, as `progress` asks when given.
   absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile(lowering::LoweredGraph lowered,
                                                               const DiskCache* disk = nullptr,
                                                               Report* report = nullptr, Artifacts* artifacts = nullptr,
-                                                              ForEachKernel for_each = in_order);
+                                                              ForEachKernel for_each = in_order,
+                                                              const Progress* progress = nullptr);
   /// The same with `modules` (one per kernel, complete types from kir_llvm.h) instead of the
   /// modules emitted from the kernel IR: how tests compile hand-written LLVM IR.
   absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile(lowering::LoweredGraph lowered,
@@ -142,7 +154,7 @@ class JitCompiler {
   absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile(lowering::LoweredGraph lowered,
                                                               std::vector<KernelModule>* modules, const DiskCache* disk,
                                                               Report* report, Artifacts* artifacts,
-                                                              ForEachKernel for_each);
+                                                              ForEachKernel for_each, const Progress* progress);
   /// Emits `kernel`'s module (or takes it from `modules`) and checks it: valid LLVM IR that
   /// defines `symbol`.
   absl::Status emit(NewKernel& kernel, const std::string& symbol, std::vector<KernelModule>* modules) const;
@@ -151,9 +163,10 @@ class JitCompiler {
   absl::StatusOr<std::string> emit_with(llvm::Module& module, llvm::TargetMachine& target,
                                         llvm::CodeGenFileType type) const;
   /// Emits, optimises and compiles each kernel of `fresh` that has no object yet into its
-  /// object: one task of `for_each` per kernel.
+  /// object: one task of `for_each` per kernel, in the order `progress` asks for, each loaded
+  /// and handed over as it is done when `progress` wants them.
   void compile_objects(std::vector<NewKernel>& fresh, std::vector<KernelModule>* modules, bool with_text,
-                       ForEachKernel for_each);
+                       ForEachKernel for_each, const Progress* progress);
   /// One kernel's emission, pipeline and machine code; the status says how it went.
   void compile_object(NewKernel& kernel, std::vector<KernelModule>* modules, bool with_text);
   std::unique_ptr<llvm::TargetMachine> take_target();

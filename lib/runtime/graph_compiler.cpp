@@ -71,14 +71,15 @@ absl::StatusOr<GraphCompiler::Lowered> GraphCompiler::lower(const ir::Graph& gra
 }
 
 absl::StatusOr<codegen::CompileCache::Entry> GraphCompiler::compile(Lowered lowered, codegen::ForEachKernel for_each,
-                                                                    bool background) {
+                                                                    bool background,
+                                                                    const codegen::JitCompiler::Progress* progress) {
   const DumpDir& dump = options_.dump_dir;
   const size_t kernels = lowered.graph.kernels.size();
   codegen::JitCompiler::Report report;
   codegen::JitCompiler::Artifacts artifacts;
   const codegen::DiskCache* disk = options_.disk_cache.enabled() ? &options_.disk_cache : nullptr;
   auto code =
-      compiler_.compile(std::move(lowered.graph), disk, &report, dump.enabled() ? &artifacts : nullptr, for_each);
+      compiler_.compile(std::move(lowered.graph), disk, &report, dump.enabled() ? &artifacts : nullptr, for_each, progress);
   for (const std::string& warning : report.warnings) warn_once(warning);
   if (!code.ok()) return code.status();
   const std::string& stem = lowered.stem;

@@ -53,9 +53,11 @@ class GraphCompiler {
   /// The second half, which needs no graph: each kernel taken from memory or the disk cache
   /// when its code is there, else compiled (and stored on disk); the compiled forms dumped. A
   /// bad disk-cache file is reported once and replaced. New kernels compile as the tasks of
-  /// `for_each`. `background`: counted and logged as such.
+  /// `for_each`, handed over as `progress` asks when given. `background`: counted and logged
+  /// as such.
   absl::StatusOr<codegen::CompileCache::Entry> compile(Lowered lowered, codegen::ForEachKernel for_each,
-                                                       bool background = false);
+                                                       bool background = false,
+                                                       const codegen::JitCompiler::Progress* progress = nullptr);
 
  private:
   using Clock = std::chrono::steady_clock;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <numeric>
 #include <optional>
 
 #include "absl/container/flat_hash_set.h"
@@ -109,7 +110,9 @@ void GraphExecutor::materialize(std::vector<std::shared_ptr<detail::TensorImpl>>
     execute(graph, {code->plan, nullptr, code.get(), tier == Tier::Interpret}, aliases, targets, keep_history);
     // Queued once its second run has given the user its results (Tier0Graph::take_pending):
     // compiling beside that run would slow it down.
-    if (std::shared_ptr<GraphCompiler::Lowered> job = code->take_pending()) compile_in_background(key, std::move(job));
+    if (std::shared_ptr<GraphCompiler::Lowered> job = code->take_pending()) {
+      compile_in_background(key, std::move(job), std::move(code));
+    }
     return;
   }
   std::shared_ptr<const codegen::CompiledGraph> code = compiled(graph, std::move(plan), aliases, key);
@@ -165,13 +168,14 @@ std::shared_ptr<const Tier0Graph> GraphExecutor::interpreted(const ir::Graph& gr
     const std::vector<lowering::LoweredKernel>& kernels = lowered->graph.kernels;
     std::vector<std::optional<Tier0Kernel>> prepared(kernels.size());
     lower_on_runtime_threads(kernels.size(), [&](size_t k) { prepared[k].emplace(kernels[k].kir); });
-    auto code = std::make_shared<Tier0Graph>();
-    code->plan = lowered->graph.plan;
+    std::vector<Tier0Kernel> ready;
+    std::vector<std::shared_ptr<const codegen::CompiledKernel>> compiled;
     for (size_t k = 0; k < kernels.size(); ++k) {
-      code->kernels.push_back(*std::move(prepared[k]));
-      code->compiled.push_back(compiler_.find(kernels[k]));
+      ready.push_back(*std::move(prepared[k]));
+      compiled.push_back(compiler_.find(kernels[k]));
     }
-    const bool all_compiled = std::all_of(code->compiled.begin(), code->compiled.end(), [](const auto& c) { return c != nullptr; });
+    const bool all_compiled = std::all_of(compiled.begin(), compiled.end(), [](const auto& c) { return c != nullptr; });
+    auto code = std::make_shared<Tier0Graph>(lowered->graph.plan, std::move(ready), std::move(compiled));
     if (compile_in_background && !all_compiled) {
       // The job holds no graph: a graph would keep its parameters' buffers from being donated.
       code->pending = std::make_shared<GraphCompiler::Lowered>(*std::move(lowered));
@@ -189,16 +193,29 @@ void GraphExecutor::on_runtime_threads(size_t stack_bytes, size_t count, absl::F
   executor_.for_each(count, [&](size_t i) { run_with_stack(stack_bytes, [&] { task(i); }); });
 }
 
-void GraphExecutor::compile_in_background(const ir::Hash128& key, std::shared_ptr<GraphCompiler::Lowered> job) {
-  background_.enqueue([this, key, job] {
+std::vector<size_t> Tier0Graph::slowest_first() const {
+  std::vector<size_t> order(kernels.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::vector<int64_t> ns(kernels.size());
+  for (size_t k = 0; k < ns.size(); ++k) ns[k] = tier0_ns_[k].load(std::memory_order_relaxed);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ns[a] > ns[b]; });
+  return order;
+}
+
+void GraphExecutor::compile_in_background(const ir::Hash128& key, std::shared_ptr<GraphCompiler::Lowered> job,
+                                          std::shared_ptr<const Tier0Graph> tier0) {
+  background_.enqueue([this, key, job, tier0] {
     const std::string stem = job->stem;
+    const codegen::JitCompiler::Progress progress{
+        .order = tier0->slowest_first(),
+        .ready = [&](size_t k, const std::shared_ptr<const codegen::CompiledKernel>& code) { tier0->set_compiled(k, code); }};
     try {
       auto made = cache_.get_or_make(key, [&] {
         return run_with_stack(kCompileThreadStackBytes, [&] {
           auto on_compile_threads = [this](size_t count, absl::FunctionRef<void(size_t)> task) {
             background_.for_each(count, [&](size_t i) { with_compile_stack(task, i); });
           };
-          return graph_compiler_.compile(std::move(*job), on_compile_threads, /*background=*/true);
+          return graph_compiler_.compile(std::move(*job), on_compile_threads, /*background=*/true, &progress);
         });
       });
       if (made.ok()) {
@@ -280,6 +297,10 @@ void GraphExecutor::execute(const ir::Graph& graph, const Code& code, std::span<
   CollectivesUnderWay collectives(graph, plan, buffers, temps, outputs, counters_);  // destroyed before the temporaries
 
   collectives.agree(order);
+  // The kernels compiled by now (under auto, the graph's compile hands them over as it goes).
+  const std::vector<std::shared_ptr<const codegen::CompiledKernel>> tier0_compiled =
+      code.tier0 != nullptr && !code.tier0_only ? code.tier0->compiled()
+                                                : std::vector<std::shared_ptr<const codegen::CompiledKernel>>();
   const Clock::time_point start = Clock::now();
   lowering::BoundFrame frame;
   int64_t offending = 0;  // a failed check's value (threads that fail at once store it atomically)
@@ -299,10 +320,12 @@ void GraphExecutor::execute(const ir::Graph& graph, const Code& code, std::span<
     const Clock::time_point kernel_start = profile != nullptr ? Clock::now() : Clock::time_point();
     if (code.compiled != nullptr) {
       status = executor_.run(code.compiled->function(k), frame.args.data(), frame.dims.data(), count, work);
-    } else if (const auto& compiled = code.tier0->compiled[k]; compiled != nullptr && !code.tier0_only) {
-      status = executor_.run(compiled->function(), frame.args.data(), frame.dims.data(), count, work);
+    } else if (k < tier0_compiled.size() && tier0_compiled[k] != nullptr) {
+      status = executor_.run(tier0_compiled[k]->function(), frame.args.data(), frame.dims.data(), count, work);
     } else {
+      const Clock::time_point tier0_start = Clock::now();
       status = executor_.run(code.tier0->kernels[k], frame.args.data(), frame.dims.data(), count, work);
+      code.tier0->ran_on_tier0(k, nanoseconds_since(tier0_start));
       ++tier0_runs;
     }
     if (profile != nullptr) {

@@ -25,12 +25,34 @@
 
 namespace lazyjit::runtime {
 
-/// A graph as tier 0 runs it: its plan, each kernel prepared for tier 0, and the code of the
-/// kernels that other graphs have compiled already (those run compiled at once).
+/// A graph as tier 0 runs it: its plan, each kernel prepared for tier 0, and each kernel's
+/// compiled code as it comes (DESIGN.md section 7, "Tiers"): at once for the kernels other
+/// graphs have compiled, and under auto one by one as the graph's own background compile
+/// loads them, the kernels tier 0 spent longest in first. A run uses what is there when it
+/// starts; once the whole graph is compiled, the compile cache runs it.
 struct Tier0Graph {
   lowering::KernelPlan plan;
   std::vector<Tier0Kernel> kernels;
-  std::vector<std::shared_ptr<const codegen::CompiledKernel>> compiled;  ///< per kernel, or null
+
+  explicit Tier0Graph(lowering::KernelPlan p, std::vector<Tier0Kernel> k,
+                      std::vector<std::shared_ptr<const codegen::CompiledKernel>> code)
+      : plan(std::move(p)), kernels(std::move(k)), compiled_(std::move(code)),
+        tier0_ns_(std::make_unique<std::atomic<int64_t>[]>(kernels.size())) {}
+
+  /// Per kernel: its compiled code now, or null (tier 0 runs it).
+  std::vector<std::shared_ptr<const codegen::CompiledKernel>> compiled() const {
+    std::lock_guard lock(compiled_mutex_);
+    return compiled_;
+  }
+  /// Kernel `k`'s compiled code, for the runs that start from now on.
+  void set_compiled(size_t k, std::shared_ptr<const codegen::CompiledKernel> code) const {
+    std::lock_guard lock(compiled_mutex_);
+    compiled_[k] = std::move(code);
+  }
+  /// Counts a tier-0 run of kernel `k` that took `ns`.
+  void ran_on_tier0(size_t k, int64_t ns) const { tier0_ns_[k].fetch_add(ns, std::memory_order_relaxed); }
+  /// The kernels by the time tier 0 spent in them, the longest first: the order to compile them in.
+  std::vector<size_t> slowest_first() const;
 
   /// A graph compiles from its second run on (LAZYJIT_TIER=auto): one that runs once (a
   /// model's initialisation, an optimiser's zeroed state, a last evaluation) never competes
@@ -45,6 +67,11 @@ struct Tier0Graph {
   mutable std::mutex pending_mutex;
   mutable std::shared_ptr<GraphCompiler::Lowered> pending;
   mutable int runs = 0;  ///< runs done on tier 0, up to the one that queued the compile
+
+ private:
+  mutable std::mutex compiled_mutex_;
+  mutable std::vector<std::shared_ptr<const codegen::CompiledKernel>> compiled_;
+  std::unique_ptr<std::atomic<int64_t>[]> tier0_ns_;  // per kernel, summed over its tier-0 runs
 };
 
 /// The materialisation pipeline of DESIGN.md section 1: collect the pending tensors, build
@@ -113,9 +140,11 @@ class GraphExecutor {
   /// kernels): `task(i)` for i in [0, count) as tasks on the runtime's threads, each with
   /// `stack_bytes` of stack (run_with_stack).
   void on_runtime_threads(size_t stack_bytes, size_t count, absl::FunctionRef<void(size_t)> task) const;
-  /// Queues `job`, the lowered graph of cache key `key`, to the background compiler; its
-  /// compiled form lands in the compile cache.
-  void compile_in_background(const ir::Hash128& key, std::shared_ptr<GraphCompiler::Lowered> job);
+  /// Queues `job`, the lowered graph of cache key `key` that `tier0` runs meanwhile, to the
+  /// background compiler: its kernels are handed to `tier0` one by one, the slowest on tier 0
+  /// first, and the whole graph to the compile cache when all are done.
+  void compile_in_background(const ir::Hash128& key, std::shared_ptr<GraphCompiler::Lowered> job,
+                             std::shared_ptr<const Tier0Graph> tier0);
   /// What runs a graph's kernels: its compiled code, or tier 0 (with the kernels compiled
   /// for other graphs, under auto; under LAZYJIT_TIER=0, tier 0 runs them all).
   struct Code {
