@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "runtime/graph_executor.h"
 #include "runtime/live_tensors.h"
 #include "runtime/lowering_context.h"
+#include "runtime/temp_layout.h"
 #include "runtime/tensor_impl.h"
 
 namespace lazyjit::runtime {
@@ -111,6 +113,58 @@ TEST(AllocatorTest, FullPoolReturnsMemoryToTheSystem) {
   EXPECT_EQ(allocator.stats().bytes_reused, 1024);
   EXPECT_EQ(allocator.stats().bytes_allocated, 3 * 1024);
   allocator.release(d);
+}
+
+// A run's temporaries share one block: one born after another died takes its bytes, and the
+// block is the peak of live bytes, not their sum.
+TEST(TempLayoutTest, ATemporaryTakesTheBytesOfOneThatDiedBeforeIt) {
+  // t0 lives at positions 0-1, t1 at 1-2, t2 at 2-3; t3 is unused.
+  const int64_t bytes[] = {100, 200, 100, 4096};
+  const int first[] = {0, 1, 2, -1}, last[] = {1, 2, 3, -1};
+  const TempLayout layout = lay_out_temporaries(bytes, first, last, 4);
+  EXPECT_EQ(layout.offset[0], 0);
+  EXPECT_EQ(layout.offset[1], 128);
+  EXPECT_EQ(layout.offset[2], 0) << "t0 died at position 1";
+  EXPECT_EQ(layout.bytes, 128 + 256);
+}
+
+// Over random lifetimes and sizes: no two temporaries that live at once overlap, offsets are
+// aligned, and the block lies between the peak of live bytes and their sum.
+TEST(TempLayoutTest, TemporariesThatLiveAtOnceNeverOverlap) {
+  std::mt19937 random(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    const size_t positions = 1 + random() % 12, count = random() % 30;
+    std::vector<int64_t> bytes(count);
+    std::vector<int> first(count), last(count);
+    for (size_t t = 0; t < count; ++t) {
+      bytes[t] = static_cast<int64_t>(random() % 5000);
+      first[t] = random() % 8 == 0 ? -1 : static_cast<int>(random() % positions);
+      last[t] = first[t] < 0 ? -1 : first[t] + static_cast<int>(random() % (positions - first[t]));
+    }
+    const TempLayout layout = lay_out_temporaries(bytes, first, last, positions);
+    auto size = [&](size_t t) { return (bytes[t] + 63) / 64 * 64; };
+    int64_t sum = 0, peak = 0;
+    for (size_t pos = 0; pos < positions; ++pos) {
+      int64_t live = 0;
+      for (size_t t = 0; t < count; ++t) {
+        if (first[t] >= 0 && first[t] <= static_cast<int>(pos) && static_cast<int>(pos) <= last[t]) live += size(t);
+      }
+      peak = std::max(peak, live);
+    }
+    for (size_t a = 0; a < count; ++a) {
+      if (first[a] < 0) continue;
+      sum += size(a);
+      EXPECT_EQ(layout.offset[a] % TempLayout::kAlignment, 0);
+      EXPECT_LE(layout.offset[a] + size(a), layout.bytes);
+      for (size_t b = a + 1; b < count; ++b) {
+        if (first[b] < 0 || last[a] < first[b] || last[b] < first[a]) continue;  // not at once
+        const bool apart = layout.offset[a] + size(a) <= layout.offset[b] || layout.offset[b] + size(b) <= layout.offset[a];
+        EXPECT_TRUE(apart) << "trial " << trial << ": temporaries " << a << " and " << b << " overlap";
+      }
+    }
+    EXPECT_GE(layout.bytes, peak);
+    EXPECT_LE(layout.bytes, sum);
+  }
 }
 
 TEST(AllocatorTest, CpuBufferReturnsItsBlock) {

@@ -94,12 +94,11 @@ void CollectivesUnderWay::abandon(Entry& entry) {
 }
 
 void CollectivesUnderWay::leak_buffers(Entry& entry) {
-  for (std::unique_ptr<CpuBuffer>& buffer : entry.keep) static_cast<void>(buffer.release());
   const int first_temp = lowering::temp_buffer_index(static_cast<int>(graph_.parameters.size()),
                                                      static_cast<int>(graph_.roots.size()), 0);
   for (int b : entry.kernel->frame.buffers) {
-    if (b >= first_temp && temps_[b - first_temp]) {
-      static_cast<void>(temps_[b - first_temp].release());
+    if (b >= first_temp) {
+      static_cast<void>(temps_.release());  // the block of them all (null once released)
     } else if (b >= static_cast<int>(graph_.parameters.size()) && b < first_temp - 1) {  // a result's
       new BackendDataPtr(outputs_[static_cast<size_t>(b) - graph_.parameters.size()]);
     }
@@ -116,7 +115,7 @@ void CollectivesUnderWay::agree(const std::vector<size_t>& order) {
   ir::agree_collectives(nodes);
 }
 
-void CollectivesUnderWay::start(const lowering::KernelSpec& kernel, std::vector<std::unique_ptr<CpuBuffer>> keep) {
+void CollectivesUnderWay::start(const lowering::KernelSpec& kernel) {
   const int node = kernel.stages[0];
   const ir::Node& collective = *graph_.nodes[node];
   const lowering::CollectiveBuffers at = lowering::collective_buffers(
@@ -124,7 +123,7 @@ void CollectivesUnderWay::start(const lowering::KernelSpec& kernel, std::vector<
   std::unique_ptr<ir::CollectiveRequest> request = ir::start_collective(
       {.node = &collective, .in = buffers_[at.in], .in_count = ir::numel(graph_.nodes[graph_.operands[node][0]]->shape()),
        .out = buffers_[at.out], .out_count = ir::numel(collective.shape())});
-  under_way_.push_back({&kernel, std::move(request), std::move(keep), 0});
+  under_way_.push_back({&kernel, std::move(request), 0});
 }
 
 void CollectivesUnderWay::wait_for(const lowering::KernelSpec& kernel) {

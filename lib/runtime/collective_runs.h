@@ -31,10 +31,11 @@ std::vector<size_t> in_trace_order(const ir::Graph& graph, const lowering::Kerne
 /// for; one still under way when the run fails is waited for when this is destroyed.
 class CollectivesUnderWay {
  public:
-  /// `temps` and `outputs` own the run's temporaries and results: a collective that failed
-  /// but may still use its buffers takes them out of their hands, for good (leaked).
+  /// `temps` (the block of the run's temporaries) and `outputs` own the run's buffers: a
+  /// collective that failed but may still use its buffers takes them out of their hands, for
+  /// good (leaked).
   CollectivesUnderWay(const ir::Graph& graph, const lowering::KernelPlan& plan, const std::vector<void*>& buffers,
-                      std::vector<std::unique_ptr<CpuBuffer>>& temps, const std::vector<BackendDataPtr>& outputs,
+                      std::unique_ptr<CpuBuffer>& temps, const std::vector<BackendDataPtr>& outputs,
                       RuntimeCounters& counters)
       : graph_(graph), plan_(plan), buffers_(buffers), temps_(temps), outputs_(outputs), counters_(counters) {}
   ~CollectivesUnderWay();
@@ -44,9 +45,9 @@ class CollectivesUnderWay {
   /// Before the run's first kernel: the ranks compare the collectives that `order` (the run's
   /// kernel order) will carry out (ir::Collectives::agree); a mismatch fails here.
   void agree(const std::vector<size_t>& order);
-  /// Starts the collective of `kernel` (which has just run); `keep` are temporaries it uses
-  /// that the run would release now.
-  void start(const lowering::KernelSpec& kernel, std::vector<std::unique_ptr<CpuBuffer>> keep);
+  /// Starts the collective of `kernel` (which has just run). Its temporaries live to the end
+  /// of the run.
+  void start(const lowering::KernelSpec& kernel);
   /// Waits for the collectives whose result `kernel` reads.
   void wait_for(const lowering::KernelSpec& kernel);
   void wait_all();
@@ -59,7 +60,6 @@ class CollectivesUnderWay {
   struct Entry {
     const lowering::KernelSpec* kernel;
     std::unique_ptr<ir::CollectiveRequest> request;
-    std::vector<std::unique_ptr<CpuBuffer>> keep;
     int kernels_beside = 0;
   };
   /// Waits for `entry` and copies its result to the kernel's other results.
@@ -72,7 +72,7 @@ class CollectivesUnderWay {
   const ir::Graph& graph_;
   const lowering::KernelPlan& plan_;
   const std::vector<void*>& buffers_;
-  std::vector<std::unique_ptr<CpuBuffer>>& temps_;
+  std::unique_ptr<CpuBuffer>& temps_;
   const std::vector<BackendDataPtr>& outputs_;
   RuntimeCounters& counters_;
   std::vector<Entry> under_way_;

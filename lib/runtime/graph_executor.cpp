@@ -23,6 +23,7 @@
 #include "runtime/kernel_profile.h"
 #include "runtime/logging.h"
 #include "runtime/stack_thread.h"
+#include "runtime/temp_layout.h"
 
 namespace lazyjit::runtime {
 namespace {
@@ -264,36 +265,32 @@ void GraphExecutor::execute(const ir::Graph& graph, const Code& code, std::span<
   std::vector<size_t> order = donation_order(plan.kernels, aliases);
   if (plan.collectives > 1) order = in_trace_order(graph, plan, std::move(order), aliases);
 
-  // Temporaries live from the first kernel that uses one to its last: each is taken from the
-  // caching allocator just before its first user runs and handed back after its last, so a
-  // step's later temporaries reuse its earlier ones' memory (a first step touches less fresh
-  // memory, a steady one keeps a smaller working set), and the next step gets the same blocks.
-  // Those still to come when the first kernel that writes a donated buffer runs are taken
-  // then, all at once: nothing can fail after it.
+  // Temporaries live from the first kernel that uses one to its last, in one block taken from
+  // the caching allocator before the first kernel runs (nothing can fail once one has written
+  // a donated buffer): a temporary reuses the bytes of those that died before it was born
+  // (lay_out_temporaries), so a step's first run touches its peak of live bytes in fresh
+  // memory, not the sum of its temporaries, and every later run gets the same block back. A
+  // collective's temporaries live to the end of the run: it may use them until then.
   const int first_temp = lowering::temp_buffer_index(num_parameters, num_results, 0);
-  std::vector<std::vector<int>> born(order.size()), dead(order.size());
-  {
-    std::vector<int> first(num_temps, -1), last(num_temps, -1);
-    for (size_t pos = 0; pos < order.size(); ++pos) {
-      for (int b : plan.kernels[order[pos]].frame.buffers) {
-        if (b < first_temp) continue;
-        if (first[b - first_temp] < 0) first[b - first_temp] = static_cast<int>(pos);
-        last[b - first_temp] = static_cast<int>(pos);
-      }
-    }
-    std::vector<size_t> position(order.size());  // per kernel: where it runs
-    for (size_t pos = 0; pos < order.size(); ++pos) position[order[pos]] = pos;
-    size_t donor = order.size();  // the first kernel that writes a donated buffer
-    for (const lowering::Alias& a : aliases) {
-      if (const int writer = plan.writer_of[a.result]; writer >= 0) donor = std::min(donor, position[writer]);
-    }
-    for (int t = 0; t < num_temps; ++t) {
-      if (first[t] < 0) continue;
-      born[std::min(static_cast<size_t>(first[t]), donor)].push_back(t);
-      dead[last[t]].push_back(t);
+  std::vector<int> first(num_temps, -1), last(num_temps, -1);
+  for (size_t pos = 0; pos < order.size(); ++pos) {
+    const lowering::KernelSpec& kernel = plan.kernels[order[pos]];
+    for (int b : kernel.frame.buffers) {
+      if (b < first_temp) continue;
+      const int t = b - first_temp;
+      if (first[t] < 0) first[t] = static_cast<int>(pos);
+      last[t] = kernel.kind == lowering::KernelKind::Collective ? static_cast<int>(order.size()) - 1
+                                                                : std::max(last[t], static_cast<int>(pos));
     }
   }
-  std::vector<std::unique_ptr<CpuBuffer>> temps(num_temps);
+  std::vector<int64_t> temp_bytes(num_temps);
+  for (int t = 0; t < num_temps; ++t) temp_bytes[t] = sizes[plan.temps[t].bytes];
+  const TempLayout layout = lay_out_temporaries(temp_bytes, first, last, order.size());
+  std::unique_ptr<CpuBuffer> temps =
+      layout.bytes > 0 ? std::make_unique<CpuBuffer>(allocator_, DType::Bool, std::vector<int64_t>{layout.bytes}) : nullptr;
+  for (int t = 0; t < num_temps; ++t) {
+    if (first[t] >= 0 && temp_bytes[t] > 0) buffers[first_temp + t] = static_cast<std::byte*>(temps->data()) + layout.offset[t];
+  }
   CollectivesUnderWay collectives(graph, plan, buffers, temps, outputs, counters_);  // destroyed before the temporaries
 
   collectives.agree(order);
@@ -308,10 +305,6 @@ void GraphExecutor::execute(const ir::Graph& graph, const Code& code, std::span<
   KernelProfile* const profile = KernelProfile::get();
   for (size_t pos = 0; pos < order.size(); ++pos) {
     const size_t k = order[pos];
-    for (int t : born[pos]) {
-      temps[t] = std::make_unique<CpuBuffer>(allocator_, DType::Bool, std::vector<int64_t>{sizes[plan.temps[t].bytes]});
-      buffers[first_temp + t] = temps[t]->data();
-    }
     const lowering::KernelSpec& kernel = plan.kernels[k];
     collectives.wait_for(kernel);
     lowering::bind_frame(kernel.frame, buffers.data(), shapes.data(), scalars.data(), &offending, frame);
@@ -339,12 +332,7 @@ void GraphExecutor::execute(const ir::Graph& graph, const Code& code, std::span<
       throw Error(ir::index_error(node.op(), node.attrs(), offending, shapes[check.bound]));
     }
     collectives.kernel_ran();
-    if (kernel.kind == lowering::KernelKind::Collective) {
-      std::vector<std::unique_ptr<CpuBuffer>> keep;
-      for (int t : dead[pos]) keep.push_back(std::move(temps[t]));
-      collectives.start(kernel, std::move(keep));
-    }
-    for (int t : dead[pos]) temps[t].reset();
+    if (kernel.kind == lowering::KernelKind::Collective) collectives.start(kernel);
   }
   collectives.wait_all();
   counters_.execute_ns.fetch_add(nanoseconds_since(start), std::memory_order_relaxed);
