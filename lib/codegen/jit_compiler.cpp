@@ -321,8 +321,12 @@ void JitCompiler::compile_objects(std::vector<NewKernel>& fresh, std::vector<Ker
   for (size_t r = 0; r < progress->order.size(); ++r) place.try_emplace(progress->order[r], r);
   auto place_of = [&](const NewKernel& kernel) {
     size_t best = progress->order.size();
-    for (size_t k : kernel.also) best = std::min(best, place.contains(k) ? place[k] : best);
-    return std::min(best, place.contains(kernel.index) ? place[kernel.index] : best);
+    auto consider = [&](size_t k) {
+      if (auto it = place.find(k); it != place.end()) best = std::min(best, it->second);
+    };
+    consider(kernel.index);
+    for (size_t k : kernel.also) consider(k);
+    return best;
   };
   std::stable_sort(queue.begin(), queue.end(),
                    [&](const NewKernel* a, const NewKernel* b) { return place_of(*a) < place_of(*b); });

@@ -286,10 +286,13 @@ void GraphExecutor::execute(const ir::Graph& graph, const Code& code, std::span<
   std::vector<int64_t> temp_bytes(num_temps);
   for (int t = 0; t < num_temps; ++t) temp_bytes[t] = sizes[plan.temps[t].bytes];
   const TempLayout layout = lay_out_temporaries(temp_bytes, first, last, order.size());
+  // (An empty temporary gets the block's start: a pointer, never null, that no one reads.)
+  const bool used = std::any_of(first.begin(), first.end(), [](int f) { return f >= 0; });
   std::unique_ptr<CpuBuffer> temps =
-      layout.bytes > 0 ? std::make_unique<CpuBuffer>(allocator_, DType::Bool, std::vector<int64_t>{layout.bytes}) : nullptr;
+      used ? std::make_unique<CpuBuffer>(allocator_, DType::Bool, std::vector<int64_t>{std::max<int64_t>(layout.bytes, 1)})
+           : nullptr;
   for (int t = 0; t < num_temps; ++t) {
-    if (first[t] >= 0 && temp_bytes[t] > 0) buffers[first_temp + t] = static_cast<std::byte*>(temps->data()) + layout.offset[t];
+    if (first[t] >= 0) buffers[first_temp + t] = static_cast<std::byte*>(temps->data()) + layout.offset[t];
   }
   CollectivesUnderWay collectives(graph, plan, buffers, temps, outputs, counters_);  // destroyed before the temporaries
 
