@@ -403,6 +403,36 @@ TEST_F(GraphExecutorTest, SyncMaterialisesAndCachesByKey) {
   EXPECT_EQ(counters_.graphs_executed.load(), 2);
 }
 
+// Under auto a graph's background compile hands each kernel to the graph tier 0 runs as it is
+// loaded: a later run that no longer finds the graph's compiled form (evicted from the compile
+// cache) runs every kernel compiled all the same, from what the compile handed over.
+TEST_F(GraphExecutorTest, TheBackgroundCompileHandsEachKernelToTheGraphTierZeroRuns) {
+  graph_executor_->set_tier(Tier::Auto);
+  auto x = input({1, 2, 3, 4}), z = input({5, 6, 7});
+  auto run = [&] {  // two kernels: one per result shape
+    auto doubled = pending(ir::OpKind::Mul, {x->ir_value(), scalar(2.0)});
+    auto negated = pending(ir::OpKind::Neg, {z->ir_value()});
+    graph_executor_->sync({doubled, negated});
+    EXPECT_THAT(values(*doubled), ElementsAre(2, 4, 6, 8));
+    EXPECT_THAT(values(*negated), ElementsAre(-5, -6, -7));
+  };
+  run();
+  run();  // queues the compile
+  graph_executor_->wait_for_compiles();
+  EXPECT_EQ(counters_.tier0_kernel_runs.load(), 4);
+  EXPECT_EQ(counters_.kernels_compiled_background.load(), 2);
+
+  graph_executor_->set_tier(Tier::Compile);  // another graph takes the cache's one entry
+  auto other = pending(ir::OpKind::Add, {x->ir_value(), scalar(1.0)});
+  graph_executor_->sync({other});
+  ASSERT_EQ(cache_.stats().evictions, 1);
+
+  graph_executor_->set_tier(Tier::Auto);
+  run();
+  EXPECT_EQ(counters_.tier0_kernel_runs.load(), 4) << "both kernels ran compiled";
+  EXPECT_EQ(counters_.kernels_compiled_background.load(), 2) << "nothing was compiled again";
+}
+
 TEST_F(GraphExecutorTest, EvictedGraphIsCompiledAgain) {
   auto x = input({1, 2});
   auto run = [&](ir::OpKind op) {
