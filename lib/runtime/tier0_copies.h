@@ -17,48 +17,45 @@ inline void copy_elements(std::byte* out, const std::byte* in, int64_t n, int64_
   }
 }
 
-template <class T>
-void gather(T* out, const T* in, const int64_t* offsets, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = in[offsets[i]];
-}
-template <class T>
-void strided(T* out, const T* in, int64_t base, int64_t stride, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = in[base + stride * i];
-}
-template <class T>
-void scatter(T* out, const T* in, const int64_t* offsets, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[offsets[i]] = in[i];
-}
-template <class T>
-void scatter_strided(T* out, const T* in, int64_t base, int64_t stride, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[base + stride * i] = in[i];
-}
-
-/// Dispatches on an element size of 1, 4 or 8 bytes.
+/// Calls F<T>{}(a...) with T the unsigned integer of `size` bytes (1, 4 or 8): the copies
+/// below move elements as such integers.
 template <template <class> class F, class... A>
 void by_size(int64_t size, A... a) {
   if (size == 1) F<uint8_t>{}(a...);
   else if (size == 4) F<uint32_t>{}(a...);
   else F<uint64_t>{}(a...);
 }
+
+/// out[i] = in[offsets[i]] for i < n.
 template <class T> struct Gather {
   void operator()(std::byte* out, const std::byte* in, const int64_t* offsets, int64_t n) const {
-    gather(reinterpret_cast<T*>(out), reinterpret_cast<const T*>(in), offsets, n);
+    T* o = reinterpret_cast<T*>(out);
+    const T* x = reinterpret_cast<const T*>(in);
+    for (int64_t i = 0; i < n; ++i) o[i] = x[offsets[i]];
   }
 };
+/// out[i] = in[base + stride * i] for i < n.
 template <class T> struct Strided {
   void operator()(std::byte* out, const std::byte* in, int64_t base, int64_t stride, int64_t n) const {
-    strided(reinterpret_cast<T*>(out), reinterpret_cast<const T*>(in), base, stride, n);
+    T* o = reinterpret_cast<T*>(out);
+    const T* x = reinterpret_cast<const T*>(in);
+    for (int64_t i = 0; i < n; ++i) o[i] = x[base + stride * i];
   }
 };
+/// out[offsets[i]] = in[i] for i < n.
 template <class T> struct Scatter {
   void operator()(std::byte* out, const std::byte* in, const int64_t* offsets, int64_t n) const {
-    scatter(reinterpret_cast<T*>(out), reinterpret_cast<const T*>(in), offsets, n);
+    T* o = reinterpret_cast<T*>(out);
+    const T* x = reinterpret_cast<const T*>(in);
+    for (int64_t i = 0; i < n; ++i) o[offsets[i]] = x[i];
   }
 };
+/// out[base + stride * i] = in[i] for i < n.
 template <class T> struct ScatterStrided {
   void operator()(std::byte* out, const std::byte* in, int64_t base, int64_t stride, int64_t n) const {
-    scatter_strided(reinterpret_cast<T*>(out), reinterpret_cast<const T*>(in), base, stride, n);
+    T* o = reinterpret_cast<T*>(out);
+    const T* x = reinterpret_cast<const T*>(in);
+    for (int64_t i = 0; i < n; ++i) o[base + stride * i] = x[i];
   }
 };
 /// A copy nest's store (tier0::CopyNest): rows of n elements, out's and in's rows and

@@ -694,10 +694,6 @@ class Runner {
   uint64_t clock_ = 0, entry_epoch_ = 0, block_epoch_ = 0;
 };
 
-}  // namespace
-
-namespace {
-
 /// The calling thread's scratch, reused across calls: registers, locals, blocks (64-byte
 /// aligned).
 std::vector<uint64_t>& thread_scratch() {
@@ -710,9 +706,7 @@ std::vector<uint64_t>& thread_scratch() {
 void Tier0Kernel::prepare_thread() {
   (void)tier0::block_table();
   std::vector<uint64_t>& scratch = thread_scratch();
-  // A kernel of up to 12 blocks live at once; below malloc's mmap threshold (128 KiB), so it
-  // grows the thread's own heap, where the runs' small allocations then come from.
-  constexpr size_t kWords = 32 * kBlock;
+  constexpr size_t kWords = 32 * kBlock;  // a kernel of up to 32 blocks live at once (256 KiB)
   if (scratch.size() < kWords) scratch.resize(kWords);
 }
 
