@@ -41,7 +41,7 @@ namespace {
 
 /// Bump when generated code changes for the same graph (lowering, ABI, runtime contract):
 /// it is part of every cache key, so on-disk objects from older builds are not loaded.
-inline constexpr uint64_t kKernelAbiVersion = 6;
+inline constexpr uint64_t kKernelAbiVersion = 7;
 inline constexpr const char* kOptLevelName = "lean";
 
 absl::Status to_status(llvm::Error error, std::string_view context) {
