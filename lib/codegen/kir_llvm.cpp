@@ -2,7 +2,6 @@
 // and the register-blocked matmul step.
 #include "codegen/kir_llvm.h"
 
-#include <algorithm>
 #include <bit>
 
 #include "llvm/IR/IRBuilder.h"
@@ -10,6 +9,7 @@
 #include "llvm/IR/MDBuilder.h"
 #include "llvm/Support/raw_ostream.h"
 #include "codegen/elementwise.h"
+#include "codegen/loop_hints.h"
 #include "codegen/philox_llvm.h"
 #include "codegen/portable_math.h"
 #include "lowering/internal_error.h"
@@ -249,16 +249,6 @@ class Emitter {
     b_.SetInsertPoint(exit);
   }
 
-  /// Whether loop `s` has the vectoriser mask its tail (one vector loop, not three copies of its
-  /// body: 30% of a GPT step's machine code): an innermost loop with no fold (their interleaved
-  /// accumulators stay), outside a pack (cheap to compile, faster unmasked).
-  bool folds_tail(const Stmt& s) const {
-    if (target_ == EmitTarget::Gpu || k_.kind == "panel") return false;
-    return std::none_of(s.body.begin(), s.body.end(), [](const Stmt& t) {
-      return t.kind == Stmt::Kind::For || t.kind == Stmt::Kind::Matmul || t.kind == Stmt::Kind::Fold;
-    });
-  }
-
   /// A For: values first computed in its body are forgotten after it.
   void loop(const Stmt& s) {
     counted_loop(value(s.lo), value(s.hi), "v" + std::to_string(s.slot), [&](Value* i) {
@@ -267,7 +257,7 @@ class Emitter {
       body(s.body);
       for (size_t t = mark; t < trail_.size(); ++t) values_[trail_[t]] = nullptr;
       trail_.resize(mark);  // (what the body wrote was forgotten by its writes)
-    }, folds_tail(s));
+    }, target_ == EmitTarget::Cpu && folds_tail(k_, s));
   }
 
   /// Rows of a B read in place that the panel on the stack holds.
