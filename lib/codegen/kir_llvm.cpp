@@ -241,7 +241,8 @@ class Emitter {
     i->addIncoming(b_.CreateAdd(i, i64(1), name + ".next", /*HasNUW=*/true, /*HasNSW=*/true), b_.GetInsertBlock());
     llvm::BranchInst* latch = b_.CreateBr(header);
     if (fold_tail) {
-      llvm::Metadata* hint[] = {llvm::MDString::get(ctx_, "llvm.loop.vectorize.predicate.enable"), llvm::ConstantAsMetadata::get(b_.getTrue())};
+      llvm::Metadata* hint[] = {llvm::MDString::get(ctx_, "llvm.loop.vectorize.predicate.enable"),
+                                llvm::ConstantAsMetadata::get(b_.getTrue())};
       llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, {nullptr, llvm::MDNode::get(ctx_, hint)});
       id->replaceOperandWith(0, id);  // a loop's id names itself
       latch->setMetadata(llvm::LLVMContext::MD_loop, id);

@@ -37,7 +37,6 @@ int ops_stored(const kir::Kernel& kernel, const std::vector<kir::Stmt>& body) {
 }  // namespace
 
 bool folds_tail(const kir::Kernel& kernel, const kir::Stmt& s) {
-  if (kernel.kind == "panel") return false;
   const bool innermost = std::none_of(s.body.begin(), s.body.end(), [](const kir::Stmt& t) {
     return t.kind == kir::Stmt::Kind::For || t.kind == kir::Stmt::Kind::Matmul || t.kind == kir::Stmt::Kind::Fold;
   });
