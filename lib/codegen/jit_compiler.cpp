@@ -316,20 +316,22 @@ void JitCompiler::compile_objects(std::vector<NewKernel>& fresh, std::vector<Ker
     for_each(queue.size(), [&](size_t i) { compile_object(*queue[i], modules, with_text); });
     return;
   }
-  // A kernel's place: the first of its indices in the order, or after all of them.
-  absl::flat_hash_map<size_t, size_t> place;
-  for (size_t r = 0; r < progress->order.size(); ++r) place.try_emplace(progress->order[r], r);
-  auto place_of = [&](const NewKernel& kernel) {
-    size_t best = progress->order.size();
-    auto consider = [&](size_t k) {
-      if (auto it = place.find(k); it != place.end()) best = std::min(best, it->second);
-    };
-    consider(kernel.index);
-    for (size_t k : kernel.also) consider(k);
-    return best;
+  // A kernel's place: the first of its indices in the order, or after all of them; computed
+  // once per kernel, then the queue sorted by it.
+  absl::flat_hash_map<size_t, size_t> place_of_index;
+  for (size_t r = 0; r < progress->order.size(); ++r) place_of_index.try_emplace(progress->order[r], r);
+  auto place_at = [&](size_t k) {
+    const auto it = place_of_index.find(k);
+    return it == place_of_index.end() ? progress->order.size() : it->second;
   };
-  std::stable_sort(queue.begin(), queue.end(),
-                   [&](const NewKernel* a, const NewKernel* b) { return place_of(*a) < place_of(*b); });
+  std::vector<std::pair<size_t, NewKernel*>> placed;
+  for (NewKernel* kernel : queue) {
+    size_t best = place_at(kernel->index);
+    for (size_t k : kernel->also) best = std::min(best, place_at(k));
+    placed.emplace_back(best, kernel);
+  }
+  std::stable_sort(placed.begin(), placed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (size_t i = 0; i < placed.size(); ++i) queue[i] = placed[i].second;
   for_each(queue.size(), [&](size_t i) {
     NewKernel& kernel = *queue[i];
     compile_object(kernel, modules, with_text);
