@@ -19,6 +19,17 @@ class ScopedTier {
   Tier before_;
 };
 
+/// Sets the compile budget under Tier::Auto for a scope (lazyjit::set_compile_budget), then
+/// gives back the default. A test of the switch to compiled code sets 0: the whole graph
+/// compiles from its second run, whatever the machine's cores.
+class ScopedCompileBudget {
+ public:
+  explicit ScopedCompileBudget(double milliseconds) { set_compile_budget(milliseconds); }
+  ~ScopedCompileBudget() { set_compile_budget(-1); }
+  ScopedCompileBudget(const ScopedCompileBudget&) = delete;
+  ScopedCompileBudget& operator=(const ScopedCompileBudget&) = delete;
+};
+
 /// Kernel launches since `before` that tier 0 did not run (compiled code stood in for it):
 /// 0 for a run under Tier::Interpret, which runs every kernel on tier 0.
 inline int64_t launches_not_on_tier0(const Metrics& before) {

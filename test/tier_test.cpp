@@ -18,12 +18,14 @@
 #include "lowering/lower.h"
 #include "lowering/plan.h"
 #include "runtime/tier0.h"
+#include "runtime/tier_up.h"
 #include "runtime/tensor_impl.h"
 #include "tier.h"
 
 namespace lazyjit {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 std::vector<float> ramp(int64_t n, float scale) {
@@ -654,6 +656,7 @@ TEST(TierZeroTest, StoresAtOffsetsReadFromDataKeepTheirOrder) {
 /// after the switch is compiled code's.
 TEST(TierTest, AutoRunsANewGraphAtOnceAndCompiledCodeAfterItsBackgroundCompile) {
   tests::ScopedTier tier(Tier::Auto);
+  tests::ScopedCompileBudget at_once(0);
   reset_metrics();
   const std::vector<float> first = program(ramp(64 * 16, 0.1f));
   Metrics m = metrics();
@@ -736,6 +739,7 @@ TEST(TierTest, AGraphRunsTheKernelsOtherGraphsCompiledWithoutWaiting) {
     (void)sum(exp(x), {1}).to_vector<float>();  // compiles the row kernel
   }
   tests::ScopedTier tier(Tier::Auto);
+  tests::ScopedCompileBudget at_once(0);
   reset_metrics();
   // A new graph, run twice: the same row kernel, and an elementwise kernel of another shape.
   Tensor other;
@@ -750,6 +754,89 @@ TEST(TierTest, AGraphRunsTheKernelsOtherGraphsCompiledWithoutWaiting) {
   wait_for_compiles();
   EXPECT_EQ(metrics().kernels_compiled, 1) << "the second run queued the new kernel's compile";
   EXPECT_FLOAT_EQ(other.to_vector<float>()[6], 3.0f * (6.0f - 3.0f) + 1.0f);
+}
+
+/// The policy alone, on made-up times: nothing before the second run; then the kernels that
+/// have spent the budget (every index of their content, once); the whole graph once the
+/// kernels still open have together spent the budget each, once; nothing after.
+TEST(TierUpTest, HotKernelsFirstThenTheWholeGraphOnce) {
+  using runtime::TierUp;
+  const ir::Hash128 a{1, 0}, b{2, 0}, c{3, 0};
+  TierUp policy(std::vector<ir::Hash128>{a, b, a, c});  // kernels 0 and 2 are one content
+  const std::vector<bool> none(4, false);
+  constexpr int64_t kBudget = 100;
+  TierUp::Decision d = policy.after_run(std::vector<int64_t>{90, 1, 90, 1}, none, kBudget);
+  EXPECT_FALSE(d.whole);
+  EXPECT_TRUE(d.kernels.empty()) << "a graph run once compiles nothing";
+  d = policy.after_run(std::vector<int64_t>{60, 2, 60, 2}, none, kBudget);
+  EXPECT_FALSE(d.whole) << "124 ns over 3 contents is short of 300";
+  EXPECT_THAT(d.kernels, ElementsAre(0, 2)) << "content a has spent 120 ns";
+  d = policy.after_run(std::vector<int64_t>{500, 3, 500, 3}, none, kBudget);
+  EXPECT_FALSE(d.whole);
+  EXPECT_TRUE(d.kernels.empty()) << "a is queued already; b and c have spent 6 ns of 200";
+  d = policy.after_run(std::vector<int64_t>{900, 99, 900, 101}, none, kBudget);
+  EXPECT_TRUE(d.whole) << "b and c: 200 ns, their budget";
+  d = policy.after_run(std::vector<int64_t>{900, 999, 900, 999}, none, kBudget);
+  EXPECT_FALSE(d.whole) << "queued once";
+  EXPECT_TRUE(d.kernels.empty());
+
+  TierUp shared(std::vector<ir::Hash128>{a, b});
+  (void)shared.after_run(std::vector<int64_t>{0, 0}, none, kBudget);
+  d = shared.after_run(std::vector<int64_t>{0, 150}, std::vector<bool>{true, false}, kBudget);
+  EXPECT_TRUE(d.whole) << "a has code from another graph: b alone is open, and has spent its budget";
+  TierUp at_once(std::vector<ir::Hash128>{a, b});
+  (void)at_once.after_run(std::vector<int64_t>{0, 0}, none, 0);
+  EXPECT_TRUE(at_once.after_run(std::vector<int64_t>{0, 0}, none, 0).whole) << "budget 0: from the second run";
+}
+
+/// A budget no run reaches: the graph stays on tier 0, and nothing is compiled.
+TEST(TierTest, AGraphCompilesNothingUntilTierZeroHasSpentTheBudget) {
+  tests::ScopedTier tier(Tier::Auto);
+  tests::ScopedCompileBudget never(1e9);
+  reset_metrics();
+  const Tensor x = Tensor::from_vector<float>(ramp(48 * 16, 0.1f), {48, 16});
+  std::vector<float> results[5];  // kernels no other test compiles: tier 0 runs them all
+  for (std::vector<float>& result : results) result = (log1p(abs(x)) * 0.75 - sigmoid(x)).to_vector<float>();
+  wait_for_compiles();
+  const Metrics m = metrics();
+  EXPECT_EQ(m.kernels_compiled, 0);
+  EXPECT_EQ(m.tier_switches, 0);
+  EXPECT_EQ(m.tier0_kernel_runs, m.kernels_launched);
+  for (const std::vector<float>& result : results) EXPECT_EQ(result, results[0]);
+}
+
+/// One kernel that tier 0 spends milliseconds in and 40 of other contents that take
+/// microseconds: with a budget of 1 ms, the hot one compiles alone (it has spent the budget,
+/// the graph has not spent it for each of its kernels), hands its code over, and the graph
+/// keeps running the rest on tier 0 without switching.
+TEST(TierTest, AHotKernelCompilesAheadOfItsGraph) {
+  tests::ScopedTier tier(Tier::Auto);
+  tests::ScopedCompileBudget budget(1.0);
+  const Tensor big = Tensor::from_vector<float>(ramp(1 << 20, 1e-6f), {1 << 20});
+  std::vector<Tensor> small;
+  for (int64_t n = 1; n <= 40; ++n) small.push_back(Tensor::from_vector<float>(ramp(n, 0.5f), {n}));
+  reset_metrics();
+  auto run = [&] {
+    std::vector<Tensor> results = {exp(big) * 0.5 + tanh(big)};
+    for (const Tensor& s : small) {  // n ops over n elements: kernels of distinct contents
+      Tensor t = s;
+      for (int64_t op = 0; op < s.numel(); ++op) t = t * 0.5 + 1.0;
+      results.push_back(t);
+    }
+    sync(results);
+    return results[1].to_vector<float>()[0];
+  };
+  for (int r = 0; r < 3 && metrics().kernels_compiled_background == 0; ++r) {
+    EXPECT_FLOAT_EQ(run(), -3.0f * 0.5f + 1.0f);
+    wait_for_compiles();
+  }
+  Metrics m = metrics();
+  ASSERT_EQ(m.kernels_compiled_background, 1) << "the big kernel, alone";
+  EXPECT_EQ(m.tier_switches, 0);
+  const int64_t launched = m.kernels_launched, tier0_runs = m.tier0_kernel_runs;
+  run();
+  m = metrics();
+  EXPECT_EQ((m.kernels_launched - launched) - (m.tier0_kernel_runs - tier0_runs), 1) << "its code runs it";
 }
 
 TEST(TierTest, AnIndexOutOfRangeIsTheSameErrorOnBothTiers) {

@@ -1,6 +1,8 @@
 // LLJIT setup, the optimisation pipeline, the kernel code cache and loading compiled kernels.
 #include "codegen/jit_compiler.h"
 
+#include <numeric>
+
 #include "codegen/kir_llvm.h"
 #include "codegen/vector_library.h"
 #include "fmt/format.h"
@@ -250,7 +252,7 @@ void JitCompiler::give_back_target(std::unique_ptr<llvm::TargetMachine> target) 
 struct JitCompiler::NewKernel {
   size_t index;                // in the plan
   ir::Hash128 key;
-  lowering::LoweredKernel* lowered;
+  const lowering::LoweredKernel* lowered;
   const std::string* symbol;   // its name in the plan
   KernelModule module = {};    // emitted unless its object came from the disk cache
   std::string object = {};     // from the disk cache or compiled now
@@ -392,15 +394,34 @@ absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::compile(loweri
                                                                           const DiskCache* disk, Report* report,
                                                                           Artifacts* artifacts, ForEachKernel for_each,
                                                                           const Progress* progress) {
+  std::vector<size_t> all(lowered.plan.kernels.size());
+  std::iota(all.begin(), all.end(), size_t{0});
+  std::vector<std::shared_ptr<const CompiledKernel>> code;
+  absl::Status done = compile_kernels(lowered, all, code, modules, disk, report, artifacts, for_each, progress);
+  if (!done.ok()) return done;
+  return std::make_shared<const CompiledGraph>(std::move(lowered.plan), std::move(code), &loaded_);
+}
+
+absl::Status JitCompiler::compile_kernels(const lowering::LoweredGraph& lowered, std::span<const size_t> which,
+                                          const DiskCache* disk, Report* report, ForEachKernel for_each,
+                                          const Progress* progress) {
+  std::vector<std::shared_ptr<const CompiledKernel>> code;
+  return compile_kernels(lowered, which, code, nullptr, disk, report, nullptr, for_each, progress);
+}
+
+absl::Status JitCompiler::compile_kernels(const lowering::LoweredGraph& lowered, std::span<const size_t> which,
+                                          std::vector<std::shared_ptr<const CompiledKernel>>& code,
+                                          std::vector<KernelModule>* modules, const DiskCache* disk, Report* report,
+                                          Artifacts* artifacts, ForEachKernel for_each, const Progress* progress) {
   Report local_report;
   Report& done = report != nullptr ? *report : local_report;
   const size_t n = lowered.plan.kernels.size();
   if (lowered.kernels.size() != n) return absl::InternalError("a lowered graph needs one module per kernel");
-  std::vector<std::shared_ptr<const CompiledKernel>> code(n);
+  code.assign(n, nullptr);
   std::vector<NewKernel> fresh;
   {
     std::lock_guard lock(mutex_);
-    for (size_t k = 0; k < n; ++k) {
+    for (size_t k : which) {
       const ir::Hash128 key = kernel_key(lowered.kernels[k]);
       auto found = kernels_.find(key);
       if (found != kernels_.end()) code[k] = found->second.lock();
@@ -463,14 +484,14 @@ absl::StatusOr<std::shared_ptr<const CompiledGraph>> JitCompiler::compile(loweri
       }
     }
   }
-  for (size_t k = 0; k < n; ++k) {  // a kernel that appears twice in the graph
+  for (size_t k : which) {  // a kernel that appears twice in the graph
     if (code[k] == nullptr) code[k] = kernels_[kernel_key(lowered.kernels[k])].lock();
   }
   if (kernels_.size() > 2 * static_cast<size_t>(loaded_kernels_hint_)) {
     absl::erase_if(kernels_, [](const auto& entry) { return entry.second.expired(); });
     loaded_kernels_hint_ = static_cast<int64_t>(kernels_.size()) + 64;
   }
-  return std::make_shared<const CompiledGraph>(std::move(lowered.plan), std::move(code), &loaded_);
+  return absl::OkStatus();
 }
 
 }  // namespace lazyjit::codegen

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -142,6 +143,12 @@ class JitCompiler {
                                                               Report* report = nullptr, Artifacts* artifacts = nullptr,
                                                               ForEachKernel for_each = in_order,
                                                               const Progress* progress = nullptr);
+  /// The code of those of `lowered`'s kernels listed in `which` (plan indices), as compile()
+  /// gets it, without making a CompiledGraph: a background compile's hot kernels, ahead of
+  /// the rest of their graph. Each one compiled now is handed to `progress`'s `ready` when
+  /// given; all stay in memory while someone holds them, for the graph's compile to find.
+  absl::Status compile_kernels(const lowering::LoweredGraph& lowered, std::span<const size_t> which,
+                               const DiskCache* disk, Report* report, ForEachKernel for_each, const Progress* progress);
   /// The same with `modules` (one per kernel, complete types from kir_llvm.h) instead of the
   /// modules emitted from the kernel IR: how tests compile hand-written LLVM IR.
   absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile(lowering::LoweredGraph lowered,
@@ -151,6 +158,11 @@ class JitCompiler {
   struct NewKernel;
   JitCompiler() = default;
   ir::Hash128 kernel_key(const lowering::LoweredKernel& kernel) const;
+  /// Fills `code` (one per plan index) with the code of the kernels in `which`.
+  absl::Status compile_kernels(const lowering::LoweredGraph& lowered, std::span<const size_t> which,
+                               std::vector<std::shared_ptr<const CompiledKernel>>& code,
+                               std::vector<KernelModule>* modules, const DiskCache* disk, Report* report,
+                               Artifacts* artifacts, ForEachKernel for_each, const Progress* progress);
   absl::StatusOr<std::shared_ptr<const CompiledGraph>> compile(lowering::LoweredGraph lowered,
                                                               std::vector<KernelModule>* modules, const DiskCache* disk,
                                                               Report* report, Artifacts* artifacts,

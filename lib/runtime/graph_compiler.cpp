@@ -88,10 +88,7 @@ absl::StatusOr<codegen::CompileCache::Entry> GraphCompiler::compile(Lowered lowe
     dump.write(stem, ".s", artifacts.assembly);
   }
   const int64_t ns = nanoseconds_since(lowered.start);
-  counters_.kernels_compiled.fetch_add(report.kernels_compiled, std::memory_order_relaxed);
-  if (background) counters_.kernels_compiled_background.fetch_add(report.kernels_compiled, std::memory_order_relaxed);
-  counters_.kernel_cache_hits.fetch_add(report.kernel_cache_hits, std::memory_order_relaxed);
-  counters_.disk_cache_hits.fetch_add(report.disk_cache_hits, std::memory_order_relaxed);
+  count(report, background);
   if (report.kernels_compiled > 0) counters_.compiles.fetch_add(1, std::memory_order_relaxed);
   counters_.compile_ns.fetch_add(ns, std::memory_order_relaxed);
   LAZYJIT_LOG(info,
@@ -111,6 +108,41 @@ absl::StatusOr<codegen::CompileCache::Entry> GraphCompiler::compile(Lowered lowe
                 stem, lowered.nodes, kernels, ns / 1e9);
   }
   return code;
+}
+
+absl::Status GraphCompiler::compile_kernels(const Lowered& lowered, std::span<const size_t> which,
+                                            codegen::ForEachKernel for_each,
+                                            const codegen::JitCompiler::Progress& progress) {
+  const Clock::time_point start = Clock::now();
+  codegen::JitCompiler::Report report;
+  const codegen::DiskCache* disk = options_.disk_cache.enabled() ? &options_.disk_cache : nullptr;
+  absl::Status done = compiler_.compile_kernels(lowered.graph, which, disk, &report, for_each, &progress);
+  for (const std::string& warning : report.warnings) warn_once(warning);
+  if (!done.ok()) return done;
+  count(report, /*background=*/true);
+  const int64_t ns = nanoseconds_since(start);
+  counters_.compile_ns.fetch_add(ns, std::memory_order_relaxed);
+  LAZYJIT_LOG(info,
+              "compiled {} hot kernel{} of graph {} ({} compiled, {} cached, {} from disk; {:.1f} ms in the "
+              "background; LLVM thread time: optimising {:.1f} ms, machine code {:.1f} ms); tier 0 runs the rest",
+              which.size(), which.size() == 1 ? "" : "s", lowered.stem, report.kernels_compiled,
+              report.kernel_cache_hits, report.disk_cache_hits, ns / 1e6, report.optimize_ns / 1e6,
+              report.codegen_ns / 1e6);
+  return absl::OkStatus();
+}
+
+void GraphCompiler::count(const codegen::JitCompiler::Report& report, bool background) {
+  counters_.kernels_compiled.fetch_add(report.kernels_compiled, std::memory_order_relaxed);
+  if (background) counters_.kernels_compiled_background.fetch_add(report.kernels_compiled, std::memory_order_relaxed);
+  counters_.kernel_cache_hits.fetch_add(report.kernel_cache_hits, std::memory_order_relaxed);
+  counters_.disk_cache_hits.fetch_add(report.disk_cache_hits, std::memory_order_relaxed);
+  llvm_ns_.fetch_add(report.optimize_ns + report.codegen_ns, std::memory_order_relaxed);
+  llvm_kernels_.fetch_add(report.kernels_compiled, std::memory_order_relaxed);
+}
+
+int64_t GraphCompiler::kernel_compile_ns(int64_t prior_ns) const {
+  const int64_t kernels = llvm_kernels_.load(std::memory_order_relaxed);
+  return kernels > 0 ? llvm_ns_.load(std::memory_order_relaxed) / kernels : prior_ns;
 }
 
 }  // namespace lazyjit::runtime

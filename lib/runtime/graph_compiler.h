@@ -58,16 +58,27 @@ class GraphCompiler {
   absl::StatusOr<codegen::CompileCache::Entry> compile(Lowered lowered, codegen::ForEachKernel for_each,
                                                        bool background = false,
                                                        const codegen::JitCompiler::Progress* progress = nullptr);
+  /// Those of `lowered`'s kernels listed in `which` ahead of the rest of their graph, in the
+  /// background (TierUp's hot kernels): taken from the disk cache or compiled, each handed
+  /// over as `progress` asks, counted and logged as compile() does.
+  absl::Status compile_kernels(const Lowered& lowered, std::span<const size_t> which, codegen::ForEachKernel for_each,
+                               const codegen::JitCompiler::Progress& progress);
+  /// LLVM's thread time (optimisation and machine code) per kernel compiled so far, or
+  /// `prior_ns` before the first: what compiling a kernel costs on this machine.
+  int64_t kernel_compile_ns(int64_t prior_ns) const;
 
  private:
   using Clock = std::chrono::steady_clock;
   void warn_once(const std::string& what);
+  /// Counts what `report` did (its kernels `background` ones when so).
+  void count(const codegen::JitCompiler::Report& report, bool background);
 
   codegen::JitCompiler& compiler_;
   RuntimeCounters& counters_;
   CompileOptions options_;
   CompileLog log_;
   std::atomic<bool> reported_slow_ = false;
+  std::atomic<int64_t> llvm_ns_ = 0, llvm_kernels_ = 0;  // summed over the kernels compiled
   std::mutex warned_mutex_;
   absl::flat_hash_set<std::string> warned_;
 };

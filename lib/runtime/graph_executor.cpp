@@ -109,10 +109,11 @@ void GraphExecutor::materialize(std::vector<std::shared_ptr<detail::TensorImpl>>
     }
     std::shared_ptr<const Tier0Graph> code = interpreted(graph, std::move(plan), aliases, key, tier == Tier::Auto);
     execute(graph, {code->plan, nullptr, code.get(), tier == Tier::Interpret}, aliases, targets, keep_history);
-    // Queued once its second run has given the user its results (Tier0Graph::take_pending):
-    // compiling beside that run would slow it down.
-    if (std::shared_ptr<GraphCompiler::Lowered> job = code->take_pending()) {
-      compile_in_background(key, std::move(job), std::move(code));
+    // Queued once the run has given the user its results: compiling beside it would slow it.
+    if (tier == Tier::Auto) {
+      if (Tier0Graph::Compile compile = code->after_run(compile_budget_ns()); compile.job != nullptr) {
+        compile_in_background(key, std::move(compile), std::move(code));
+      }
     }
     return;
   }
@@ -176,10 +177,12 @@ std::shared_ptr<const Tier0Graph> GraphExecutor::interpreted(const ir::Graph& gr
       compiled.push_back(compiler_.find(kernels[k]));
     }
     const bool all_compiled = std::all_of(compiled.begin(), compiled.end(), [](const auto& c) { return c != nullptr; });
-    auto code = std::make_shared<Tier0Graph>(lowered->graph.plan, std::move(ready), std::move(compiled));
+    std::vector<ir::Hash128> contents;
+    for (const lowering::LoweredKernel& kernel : kernels) contents.push_back(kernel.content);
+    auto code = std::make_shared<Tier0Graph>(lowered->graph.plan, std::move(ready), std::move(compiled), contents);
     if (compile_in_background && !all_compiled) {
       // The job holds no graph: a graph would keep its parameters' buffers from being donated.
-      code->pending = std::make_shared<GraphCompiler::Lowered>(*std::move(lowered));
+      code->keep_for_compile(std::make_shared<GraphCompiler::Lowered>(*std::move(lowered)));
     }
     counters_.tier0_prepare_ns.fetch_add(nanoseconds_since(start), std::memory_order_relaxed);
     return code;
@@ -194,28 +197,66 @@ void GraphExecutor::on_runtime_threads(size_t stack_bytes, size_t count, absl::F
   executor_.for_each(count, [&](size_t i) { run_with_stack(stack_bytes, [&] { task(i); }); });
 }
 
-std::vector<size_t> Tier0Graph::slowest_first() const {
-  std::vector<size_t> order(kernels.size());
-  std::iota(order.begin(), order.end(), size_t{0});
+std::vector<size_t> Tier0Graph::slowest_first(std::vector<size_t> order) const {
+  if (order.empty()) {
+    order.resize(kernels.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+  }
   std::vector<int64_t> ns(kernels.size());
   for (size_t k = 0; k < ns.size(); ++k) ns[k] = tier0_ns_[k].load(std::memory_order_relaxed);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ns[a] > ns[b]; });
   return order;
 }
 
-void GraphExecutor::compile_in_background(const ir::Hash128& key, std::shared_ptr<GraphCompiler::Lowered> job,
+Tier0Graph::Compile Tier0Graph::after_run(int64_t budget_ns) const {
+  std::lock_guard lock(pending_mutex_);
+  if (pending_ == nullptr) return {};
+  std::vector<int64_t> ns(kernels.size());
+  for (size_t k = 0; k < ns.size(); ++k) ns[k] = tier0_ns_[k].load(std::memory_order_relaxed);
+  std::vector<bool> has_code(kernels.size());
+  {
+    std::lock_guard code_lock(compiled_mutex_);
+    for (size_t k = 0; k < has_code.size(); ++k) has_code[k] = compiled_[k] != nullptr;
+  }
+  TierUp::Decision what = tier_up_.after_run(ns, has_code, budget_ns);
+  if (what.whole) return {std::move(pending_), std::move(what)};  // the last compile of the graph
+  if (what.kernels.empty()) return {};
+  return {pending_, std::move(what)};
+}
+
+int64_t GraphExecutor::compile_budget_ns() const {
+  const int64_t set = compile_budget_ns_.load(std::memory_order_relaxed);
+  if (set >= 0) return set;
+  // A core the runtime's threads leave free compiles for nothing: from the graph's second run.
+  if (executor_.num_threads() < static_cast<int>(std::thread::hardware_concurrency())) return 0;
+  // Else compiled code is taken to save half of tier 0's time: it pays for itself once tier 0
+  // has spent twice LLVM's time for it (about 10 ms a kernel where none is measured yet).
+  constexpr int64_t kPriorKernelCompileNs = 10'000'000;
+  return 2 * graph_compiler_.kernel_compile_ns(kPriorKernelCompileNs);
+}
+
+void GraphExecutor::compile_in_background(const ir::Hash128& key, Tier0Graph::Compile compile,
                                           std::shared_ptr<const Tier0Graph> tier0) {
-  background_.enqueue([this, key, job, tier0] {
+  background_.enqueue([this, key, job = std::move(compile.job), what = std::move(compile.what), tier0] {
     const std::string stem = job->stem;
     const codegen::JitCompiler::Progress progress{
-        .order = tier0->slowest_first(),
+        .order = tier0->slowest_first(what.kernels),
         .ready = [&](size_t k, const std::shared_ptr<const codegen::CompiledKernel>& code) { tier0->set_compiled(k, code); }};
+    auto on_compile_threads = [this](size_t count, absl::FunctionRef<void(size_t)> task) {
+      background_.for_each(count, [&](size_t i) { with_compile_stack(task, i); });
+    };
     try {
+      if (!what.whole) {  // hot kernels ahead of the rest: the graph keeps running on tier 0
+        absl::Status done = run_with_stack(kCompileThreadStackBytes, [&] {
+          return graph_compiler_.compile_kernels(*job, what.kernels, on_compile_threads, progress);
+        });
+        if (done.ok()) return;
+        LAZYJIT_LOG(warn, "compiling kernels of graph {} in the background: {}; tier 0 keeps running them", stem,
+                    std::string(done.message()));
+        return;
+      }
       auto made = cache_.get_or_make(key, [&] {
         return run_with_stack(kCompileThreadStackBytes, [&] {
-          auto on_compile_threads = [this](size_t count, absl::FunctionRef<void(size_t)> task) {
-            background_.for_each(count, [&](size_t i) { with_compile_stack(task, i); });
-          };
           return graph_compiler_.compile(std::move(*job), on_compile_threads, /*background=*/true, &progress);
         });
       });

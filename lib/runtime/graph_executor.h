@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
+#include <span>
 #include <thread>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "runtime/live_tensors.h"
 #include "runtime/tensor_impl.h"
 #include "runtime/tier0.h"
+#include "runtime/tier_up.h"
 
 namespace lazyjit::runtime {
 
@@ -34,10 +36,12 @@ struct Tier0Graph {
   lowering::KernelPlan plan;
   std::vector<Tier0Kernel> kernels;
 
+  /// `contents`: each kernel's content (the kernels of one content compile once).
   explicit Tier0Graph(lowering::KernelPlan p, std::vector<Tier0Kernel> k,
-                      std::vector<std::shared_ptr<const codegen::CompiledKernel>> code)
+                      std::vector<std::shared_ptr<const codegen::CompiledKernel>> code,
+                      std::span<const ir::Hash128> contents)
       : plan(std::move(p)), kernels(std::move(k)), compiled_(std::move(code)),
-        tier0_ns_(std::make_unique<std::atomic<int64_t>[]>(kernels.size())) {}
+        tier0_ns_(std::make_unique<std::atomic<int64_t>[]>(kernels.size())), tier_up_(contents) {}
 
   /// Per kernel: its compiled code now, or null (tier 0 runs it).
   std::vector<std::shared_ptr<const codegen::CompiledKernel>> compiled() const {
@@ -51,27 +55,29 @@ struct Tier0Graph {
   }
   /// Counts a tier-0 run of kernel `k` that took `ns`.
   void ran_on_tier0(size_t k, int64_t ns) const { tier0_ns_[k].fetch_add(ns, std::memory_order_relaxed); }
-  /// The kernels by the time tier 0 spent in them, the longest first: the order to compile them in.
-  std::vector<size_t> slowest_first() const;
+  /// `kernels` (all of them when empty) by the time tier 0 spent in them, the longest first:
+  /// the order to compile them in.
+  std::vector<size_t> slowest_first(std::vector<size_t> kernels = {}) const;
 
-  /// A graph compiles from its second run on (LAZYJIT_TIER=auto): one that runs once (a
-  /// model's initialisation, an optimiser's zeroed state, a last evaluation) never competes
-  /// with the user's steps for the cores.
-  static constexpr int kRunsBeforeCompile = 2;
-
-  /// The graph's compile, for the caller whose run just made kRunsBeforeCompile runs.
-  std::shared_ptr<GraphCompiler::Lowered> take_pending() const {
-    std::lock_guard lock(pending_mutex);
-    return ++runs >= kRunsBeforeCompile ? std::move(pending) : nullptr;
-  }
-  mutable std::mutex pending_mutex;
-  mutable std::shared_ptr<GraphCompiler::Lowered> pending;
-  mutable int runs = 0;  ///< runs done on tier 0, up to the one that queued the compile
+  /// A compile to queue after a run (TierUp): `job`, the lowered graph to compile from (null:
+  /// nothing to compile now), and which of its kernels.
+  struct Compile {
+    std::shared_ptr<GraphCompiler::Lowered> job;
+    TierUp::Decision what;
+  };
+  /// Under auto, after each run: what TierUp says to compile now, with a compile budget of
+  /// `budget_ns` a kernel.
+  Compile after_run(int64_t budget_ns) const;
+  /// The lowered graph, kept to compile from (a graph with kernels not compiled yet, under auto).
+  void keep_for_compile(std::shared_ptr<GraphCompiler::Lowered> job) { pending_ = std::move(job); }
 
  private:
   mutable std::mutex compiled_mutex_;
   mutable std::vector<std::shared_ptr<const codegen::CompiledKernel>> compiled_;
   std::unique_ptr<std::atomic<int64_t>[]> tier0_ns_;  // per kernel, summed over its tier-0 runs
+  mutable std::mutex pending_mutex_;
+  mutable std::shared_ptr<GraphCompiler::Lowered> pending_;  // until the whole graph is queued
+  mutable TierUp tier_up_;
 };
 
 /// The materialisation pipeline of DESIGN.md section 1: collect the pending tensors, build
@@ -92,6 +98,9 @@ class GraphExecutor {
   Tier tier() const { return tier_.load(std::memory_order_relaxed); }
   /// Waits for the background compiles queued so far.
   void wait_for_compiles() { background_.wait_idle(); }
+  /// Under auto, the tier-0 time that pays for compiling a kernel (lazyjit::set_compile_budget;
+  /// negative: measured).
+  void set_compile_budget(int64_t ns) { compile_budget_ns_.store(ns, std::memory_order_relaxed); }
 
   /// Materialises the pending tensors among `tensors` in one graph, with no donation (a
   /// value read twice must not change). Throws Error when the graph cannot be compiled.
@@ -140,11 +149,12 @@ class GraphExecutor {
   /// kernels): `task(i)` for i in [0, count) as tasks on the runtime's threads, each with
   /// `stack_bytes` of stack (run_with_stack).
   void on_runtime_threads(size_t stack_bytes, size_t count, absl::FunctionRef<void(size_t)> task) const;
-  /// Queues `job`, the lowered graph of cache key `key` that `tier0` runs meanwhile, to the
-  /// background compiler: its kernels are handed to `tier0` one by one, the slowest on tier 0
-  /// first, and the whole graph to the compile cache when all are done.
-  void compile_in_background(const ir::Hash128& key, std::shared_ptr<GraphCompiler::Lowered> job,
-                             std::shared_ptr<const Tier0Graph> tier0);
+  /// Queues `compile` (of the lowered graph of cache key `key` that `tier0` runs meanwhile)
+  /// to the background compiler: its kernels are handed to `tier0` one by one, the slowest on
+  /// tier 0 first, and the whole graph, when it is that, to the compile cache when all are done.
+  void compile_in_background(const ir::Hash128& key, Tier0Graph::Compile compile, std::shared_ptr<const Tier0Graph> tier0);
+  /// The tier-0 time that pays for compiling a kernel now (set_compile_budget).
+  int64_t compile_budget_ns() const;
   /// What runs a graph's kernels: its compiled code, or tier 0 (with the kernels compiled
   /// for other graphs, under auto; under LAZYJIT_TIER=0, tier 0 runs them all).
   struct Code {
@@ -173,6 +183,7 @@ class GraphExecutor {
   codegen::KeyedCache<lowering::KernelPlan> plans_;  // by graph key
   codegen::KeyedCache<Tier0Graph> tier0_graphs_;     // by cache key
   std::atomic<Tier> tier_ = Tier::Auto;
+  std::atomic<int64_t> compile_budget_ns_ = -1;
   BarrierLock barrier_mutex_;  // shared: syncs; exclusive: a step barrier
   std::atomic<bool> keep_history_ = false;
   std::mutex kept_mutex_;

@@ -1,7 +1,9 @@
 // The default runtime, the public metrics and materialisation entry points.
 #include "runtime/runtime.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
@@ -75,6 +77,9 @@ Runtime::Runtime()
       executor_(runtime_threads()),
       graph_executor_(*compiler_, cache_, executor_, allocator_, live_, counters_, compile_options()) {
   graph_executor_.set_tier(env_tier());
+  if (!env_string("LAZYJIT_COMPILE_BUDGET_MS").empty()) {
+    graph_executor_.set_compile_budget(env_int("LAZYJIT_COMPILE_BUDGET_MS", 0, int64_t{1} << 30) * 1'000'000);
+  }
 }
 
 Runtime& Runtime::get() {
@@ -152,6 +157,12 @@ void set_tier(Tier tier) { Runtime::get().graph_executor().set_tier(tier); }
 Tier tier() { return Runtime::get().graph_executor().tier(); }
 
 void wait_for_compiles() { Runtime::get().graph_executor().wait_for_compiles(); }
+
+void set_compile_budget(double milliseconds) {
+  if (std::isnan(milliseconds)) throw Error("set_compile_budget: the budget is NaN");
+  Runtime::get().graph_executor().set_compile_budget(
+      milliseconds < 0 ? -1 : static_cast<int64_t>(std::min(milliseconds, 1e12) * 1e6));
+}
 
 void set_compile_cache_capacity(int64_t entries) {
   if (entries < 0) throw Error(fmt::format("set_compile_cache_capacity: {} entries is negative", entries));

@@ -1,0 +1,46 @@
+// The background compile's policy: rent or buy, per kernel and per graph.
+#include "runtime/tier_up.h"
+
+#include "absl/container/flat_hash_map.h"
+
+namespace lazyjit::runtime {
+
+TierUp::TierUp(std::span<const ir::Hash128> contents) {
+  absl::flat_hash_map<ir::Hash128, size_t> index;
+  for (size_t k = 0; k < contents.size(); ++k) {
+    auto [it, fresh] = index.try_emplace(contents[k], contents_.size());
+    if (fresh) contents_.emplace_back();
+    contents_[it->second].push_back(k);
+  }
+  queued_.assign(contents_.size(), false);
+}
+
+TierUp::Decision TierUp::after_run(std::span<const int64_t> tier0_ns, const std::vector<bool>& compiled,
+                                   int64_t budget_ns) {
+  if (whole_queued_ || ++runs_ < kRunsBeforeCompile) return {};
+  // The contents still to compile, and the time tier 0 has spent in each.
+  std::vector<size_t> open;
+  std::vector<int64_t> spent;
+  int64_t total = 0;
+  for (size_t c = 0; c < contents_.size(); ++c) {
+    if (queued_[c] || compiled[contents_[c].front()]) continue;
+    int64_t ns = 0;
+    for (size_t k : contents_[c]) ns += tier0_ns[k];
+    open.push_back(c);
+    spent.push_back(ns);
+    total += ns;
+  }
+  if (total >= budget_ns * static_cast<int64_t>(open.size())) {
+    whole_queued_ = true;
+    return {.whole = true};
+  }
+  Decision hot;
+  for (size_t i = 0; i < open.size(); ++i) {
+    if (spent[i] < budget_ns) continue;
+    queued_[open[i]] = true;
+    hot.kernels.insert(hot.kernels.end(), contents_[open[i]].begin(), contents_[open[i]].end());
+  }
+  return hot;
+}
+
+}  // namespace lazyjit::runtime
