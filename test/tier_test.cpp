@@ -805,16 +805,16 @@ TEST(TierTest, AGraphCompilesNothingUntilTierZeroHasSpentTheBudget) {
   for (const std::vector<float>& result : results) EXPECT_EQ(result, results[0]);
 }
 
-/// One kernel that tier 0 spends milliseconds in and 40 of other contents that take
-/// microseconds: with a budget of 1 ms, the hot one compiles alone (it has spent the budget,
+/// One kernel that tier 0 spends milliseconds in and 100 of other contents that take
+/// microseconds: with a budget of 2 ms, the hot one compiles alone (it has spent the budget,
 /// the graph has not spent it for each of its kernels), hands its code over, and the graph
 /// keeps running the rest on tier 0 without switching.
 TEST(TierTest, AHotKernelCompilesAheadOfItsGraph) {
   tests::ScopedTier tier(Tier::Auto);
-  tests::ScopedCompileBudget budget(1.0);
-  const Tensor big = Tensor::from_vector<float>(ramp(1 << 20, 1e-6f), {1 << 20});
+  tests::ScopedCompileBudget budget(2.0);  // hot: 2 ms or more; whole graph: 202 ms or more
+  const Tensor big = Tensor::from_vector<float>(ramp(1 << 22, 1e-6f), {1 << 22});
   std::vector<Tensor> small;
-  for (int64_t n = 1; n <= 40; ++n) small.push_back(Tensor::from_vector<float>(ramp(n, 0.5f), {n}));
+  for (int64_t n = 1; n <= 100; ++n) small.push_back(Tensor::from_vector<float>(ramp(n, 0.5f), {n}));
   reset_metrics();
   auto run = [&] {
     std::vector<Tensor> results = {exp(big) * 0.5 + tanh(big)};
