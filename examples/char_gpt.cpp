@@ -3,7 +3,7 @@
 // embeddings, pre-LayerNorm blocks of causal self-attention (scaled_dot_product_attention) and
 // a GELU MLP, AdamW with gradient clipping by global norm, one mark_step per step. Prints the
 // loss every few steps, the tokens per second, a greedy continuation of a prompt, lazyjit's
-// metrics and checks (the loss falls below a bound; one compile for all training steps; every
+// metrics and checks (the loss falls below a bound; no new graph after the second step; every
 // parameter and AdamW state buffer updated in place); exits 1 if one fails.
 #include <algorithm>
 #include <chrono>
@@ -195,15 +195,18 @@ int run(const std::string& text) {
   for (size_t i = losses.size() - kReportEvery; i < losses.size(); ++i) tail += losses[i];
   tail /= kReportEvery;
   const bool learned = tail < kMaxFinalLoss;
-  const int64_t compiles = after_training.compiles - before.compiles;
-  // The first step's graph compiles (on tier auto in the background, from its second run;
-  // the steps after the first have a graph of their own); later steps are cache hits.
-  const bool compiled_once = compiles <= 2;
+  // New graphs, each planned and lowered once: the first step's and the later steps' (whose
+  // inputs include the optimiser's state). More would be a recompilation storm. Their kernels
+  // compile in the background as tier 0's time pays for it (on two cores, the hot ones).
+  const int64_t graphs = after_training.graphs_planned - before.graphs_planned;
+  const int64_t kernels = after_training.kernels_compiled - before.kernels_compiled;
+  const bool compiled_once = graphs <= 2;
   const bool donated = donations_last_step == static_cast<int64_t>(params.size() + opt.state().size());
   auto verdict = [](bool ok) { return ok ? "ok" : "FAILED"; };
   std::printf("checks:\n");
   std::printf("  mean loss of the last %d steps %.4f < %.1f: %s\n", kReportEvery, tail, kMaxFinalLoss, verdict(learned));
-  std::printf("  %d steps: %lld compile(s): %s\n", kSteps, static_cast<long long>(compiles), verdict(compiled_once));
+  std::printf("  %d steps: %lld new graph(s), %lld kernels compiled: %s\n", kSteps, static_cast<long long>(graphs),
+              static_cast<long long>(kernels), verdict(compiled_once));
   std::printf("  %lld donations per step = %zu parameters + %zu AdamW state buffers: %s\n",
               static_cast<long long>(donations_last_step), params.size(), opt.state().size(), verdict(donated));
   return learned && compiled_once && donated ? 0 : 1;

@@ -60,7 +60,8 @@ struct Metrics {
   int64_t nodes_traced = 0;       ///< IR nodes created by ops
   int64_t graphs_executed = 0;    ///< graphs run (cache hit or fresh compile)
   int64_t graphs_planned = 0;     ///< graphs fused into kernels: once per graph key while cached
-  int64_t compiles = 0;           ///< graphs that needed a kernel compiled (LLVM optimise + codegen)
+  int64_t compiles = 0;           ///< graphs compiled whole that needed a kernel compiled (LLVM optimise +
+                                  ///< codegen); hot kernels compiled ahead of their graph count in kernels_compiled
   int64_t kernels_compiled = 0;   ///< distinct kernels compiled: each kernel's code is compiled once
   int64_t kernel_cache_hits = 0;  ///< kernels of newly seen graphs whose code was in memory already
   int64_t cache_hits = 0;         ///< in-memory compile cache (graphs)
