@@ -759,7 +759,8 @@ TEST(TierTest, AGraphRunsTheKernelsOtherGraphsCompiledWithoutWaiting) {
 
 /// The policy alone, on made-up times: nothing before the second run; then the kernels that
 /// have spent the budget (every index of their content, once); the whole graph once the
-/// kernels still open have together spent the budget each, once; nothing after.
+/// kernels still open have together spent the budget each, or after kRunsBeforeCompilingAll
+/// runs, once; nothing after.
 TEST(TierUpTest, HotKernelsFirstThenTheWholeGraphOnce) {
   using runtime::TierUp;
   const ir::Hash128 a{1, 0}, b{2, 0}, c{3, 0};
@@ -785,6 +786,11 @@ TEST(TierUpTest, HotKernelsFirstThenTheWholeGraphOnce) {
   (void)shared.after_run(std::vector<int64_t>{0, 0}, none, kBudget);
   d = shared.after_run(std::vector<int64_t>{0, 150}, std::vector<bool>{true, false}, kBudget);
   EXPECT_TRUE(d.whole) << "a has code from another graph: b alone is open, and has spent its budget";
+  TierUp loop(std::vector<ir::Hash128>{a, b});
+  for (int run = 1; run < TierUp::kRunsBeforeCompilingAll; ++run) {
+    EXPECT_FALSE(loop.after_run(std::vector<int64_t>{run, run}, none, kBudget).whole) << "run " << run;
+  }
+  EXPECT_TRUE(loop.after_run(std::vector<int64_t>{50, 50}, none, kBudget).whole) << "a loop's body compiles whole";
   TierUp at_once(std::vector<ir::Hash128>{a, b});
   (void)at_once.after_run(std::vector<int64_t>{0, 0}, none, 0);
   EXPECT_TRUE(at_once.after_run(std::vector<int64_t>{0, 0}, none, 0).whole) << "budget 0: from the second run";

@@ -229,8 +229,9 @@ int64_t GraphExecutor::compile_budget_ns() const {
   if (set >= 0) return set;
   // A core the runtime's threads leave free compiles for nothing: from the graph's second run.
   if (executor_.num_threads() < static_cast<int>(std::thread::hardware_concurrency())) return 0;
-  // Else compiled code is taken to save half of tier 0's time: it pays for itself once tier 0
-  // has spent twice LLVM's time for it (about 10 ms a kernel where none is measured yet).
+  // Else compiled code is taken to save half of tier 0's time: a kernel pays for its compile
+  // once tier 0 has spent twice LLVM's time for it (about 10 ms a kernel where none is
+  // measured yet).
   constexpr int64_t kPriorKernelCompileNs = 10'000'000;
   return 2 * graph_compiler_.kernel_compile_ns(kPriorKernelCompileNs);
 }

@@ -30,9 +30,9 @@ TierUp::Decision TierUp::after_run(std::span<const int64_t> tier0_ns, const std:
     spent.push_back(ns);
     total += ns;
   }
-  if (total >= budget_ns * static_cast<int64_t>(open.size())) {
+  if (total >= budget_ns * static_cast<int64_t>(open.size()) || runs_ >= kRunsBeforeCompilingAll) {
     whole_queued_ = true;
-    return {.whole = true};
+    return {.whole = true, .kernels = {}};
   }
   Decision hot;
   for (size_t i = 0; i < open.size(); ++i) {
