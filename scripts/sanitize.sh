@@ -38,5 +38,5 @@ LAZYJIT_TIER=0 TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/test/tsan.supp" "
 # A compile budget of 0: each graph compiles from its second run (the default would keep
 # most of these small graphs on tier 0 on two cores, and test no compile beside them).
 echo "== lazyjit_hardening_test ThreadsTest.* x20 with background compiles under ThreadSanitizer"
-LAZYJIT_TIER=auto LAZYJIT_COMPILE_BUDGET_MS=0 TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/test/tsan.supp" "$prefix-tsan/test/lazyjit_hardening_test" \
+LAZYJIT_TIER=auto LAZYJIT_COMPILE_COST_MS=0 TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/test/tsan.supp" "$prefix-tsan/test/lazyjit_hardening_test" \
   --gtest_brief=1 --gtest_filter='ThreadsTest.*' --gtest_repeat=20

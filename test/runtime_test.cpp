@@ -408,7 +408,7 @@ TEST_F(GraphExecutorTest, SyncMaterialisesAndCachesByKey) {
 // cache) runs every kernel compiled all the same, from what the compile handed over.
 TEST_F(GraphExecutorTest, TheBackgroundCompileHandsEachKernelToTheGraphTierZeroRuns) {
   graph_executor_->set_tier(Tier::Auto);
-  graph_executor_->set_compile_budget(0);  // the whole graph from its second run
+  graph_executor_->set_compile_cost(0);  // the whole graph from its second run
   auto x = input({1, 2, 3, 4}), z = input({5, 6, 7});
   auto run = [&] {  // two kernels: one per result shape
     auto doubled = pending(ir::OpKind::Mul, {x->ir_value(), scalar(2.0)});

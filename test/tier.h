@@ -19,15 +19,15 @@ class ScopedTier {
   Tier before_;
 };
 
-/// Sets the compile budget under Tier::Auto for a scope (lazyjit::set_compile_budget), then
+/// Sets what a compile costs under Tier::Auto for a scope (lazyjit::set_compile_cost), then
 /// gives back the default. A test of the switch to compiled code sets 0: the whole graph
 /// compiles from its second run, whatever the machine's cores.
-class ScopedCompileBudget {
+class ScopedCompileCost {
  public:
-  explicit ScopedCompileBudget(double milliseconds) { set_compile_budget(milliseconds); }
-  ~ScopedCompileBudget() { set_compile_budget(-1); }
-  ScopedCompileBudget(const ScopedCompileBudget&) = delete;
-  ScopedCompileBudget& operator=(const ScopedCompileBudget&) = delete;
+  explicit ScopedCompileCost(double milliseconds) { set_compile_cost(milliseconds); }
+  ~ScopedCompileCost() { set_compile_cost(-1); }
+  ScopedCompileCost(const ScopedCompileCost&) = delete;
+  ScopedCompileCost& operator=(const ScopedCompileCost&) = delete;
 };
 
 /// Kernel launches since `before` that tier 0 did not run (compiled code stood in for it):

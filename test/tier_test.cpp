@@ -657,7 +657,7 @@ TEST(TierZeroTest, StoresAtOffsetsReadFromDataKeepTheirOrder) {
 /// after the switch is compiled code's.
 TEST(TierTest, AutoRunsANewGraphAtOnceAndCompiledCodeAfterItsBackgroundCompile) {
   tests::ScopedTier tier(Tier::Auto);
-  tests::ScopedCompileBudget at_once(0);
+  tests::ScopedCompileCost at_once(0);
   reset_metrics();
   const std::vector<float> first = program(ramp(64 * 16, 0.1f));
   Metrics m = metrics();
@@ -740,7 +740,7 @@ TEST(TierTest, AGraphRunsTheKernelsOtherGraphsCompiledWithoutWaiting) {
     (void)sum(exp(x), {1}).to_vector<float>();  // compiles the row kernel
   }
   tests::ScopedTier tier(Tier::Auto);
-  tests::ScopedCompileBudget at_once(0);
+  tests::ScopedCompileCost at_once(0);
   reset_metrics();
   // A new graph, run twice: the same row kernel, and an elementwise kernel of another shape.
   Tensor other;
@@ -757,49 +757,52 @@ TEST(TierTest, AGraphRunsTheKernelsOtherGraphsCompiledWithoutWaiting) {
   EXPECT_FLOAT_EQ(other.to_vector<float>()[6], 3.0f * (6.0f - 3.0f) + 1.0f);
 }
 
-/// The policy alone, on made-up times: nothing before the second run; then the kernels that
-/// have spent the budget (every index of their content, once); the whole graph once the
-/// kernels still open have together spent the budget each, or after kRunsBeforeCompilingAll
-/// runs, once; nothing after.
+/// The policy alone, on made-up times (a kernel's compile costing 50 ns): nothing before the
+/// second run; then the kernels tier 0 has spent twice that in (every index of their
+/// content, once); the whole graph once the kernels still open have together spent twice
+/// their cost, or the graph has run for the cost of the kernels it came with, once; nothing
+/// after.
 TEST(TierUpTest, HotKernelsFirstThenTheWholeGraphOnce) {
   using runtime::TierUp;
   const ir::Hash128 a{1, 0}, b{2, 0}, c{3, 0};
   TierUp policy(std::vector<ir::Hash128>{a, b, a, c});  // kernels 0 and 2 are one content
   const std::vector<bool> none(4, false);
-  constexpr int64_t kBudget = 100;
-  TierUp::Decision d = policy.after_run(std::vector<int64_t>{90, 1, 90, 1}, none, kBudget);
+  constexpr int64_t kCost = 50, kRun = 1;  // the graph's runs: 1 ns each, far from 3 * 50
+  TierUp::Decision d = policy.after_run(std::vector<int64_t>{90, 1, 90, 1}, none, kRun, kCost);
   EXPECT_FALSE(d.whole);
   EXPECT_TRUE(d.kernels.empty()) << "a graph run once compiles nothing";
-  d = policy.after_run(std::vector<int64_t>{60, 2, 60, 2}, none, kBudget);
+  d = policy.after_run(std::vector<int64_t>{60, 2, 60, 2}, none, kRun, kCost);
   EXPECT_FALSE(d.whole) << "124 ns over 3 contents is short of 300";
   EXPECT_THAT(d.kernels, ElementsAre(0, 2)) << "content a has spent 120 ns";
-  d = policy.after_run(std::vector<int64_t>{500, 3, 500, 3}, none, kBudget);
+  d = policy.after_run(std::vector<int64_t>{500, 3, 500, 3}, none, kRun, kCost);
   EXPECT_FALSE(d.whole);
   EXPECT_TRUE(d.kernels.empty()) << "a is queued already; b and c have spent 6 ns of 200";
-  d = policy.after_run(std::vector<int64_t>{900, 99, 900, 101}, none, kBudget);
-  EXPECT_TRUE(d.whole) << "b and c: 200 ns, their budget";
-  d = policy.after_run(std::vector<int64_t>{900, 999, 900, 999}, none, kBudget);
+  d = policy.after_run(std::vector<int64_t>{900, 99, 900, 101}, none, kRun, kCost);
+  EXPECT_TRUE(d.whole) << "b and c: 200 ns, twice their cost";
+  d = policy.after_run(std::vector<int64_t>{900, 999, 900, 999}, none, kRun, kCost);
   EXPECT_FALSE(d.whole) << "queued once";
   EXPECT_TRUE(d.kernels.empty());
 
   TierUp shared(std::vector<ir::Hash128>{a, b});
-  (void)shared.after_run(std::vector<int64_t>{0, 0}, none, kBudget);
-  d = shared.after_run(std::vector<int64_t>{0, 150}, std::vector<bool>{true, false}, kBudget);
-  EXPECT_TRUE(d.whole) << "a has code from another graph: b alone is open, and has spent its budget";
-  TierUp loop(std::vector<ir::Hash128>{a, b});
-  for (int run = 1; run < TierUp::kRunsBeforeCompilingAll; ++run) {
-    EXPECT_FALSE(loop.after_run(std::vector<int64_t>{run, run}, none, kBudget).whole) << "run " << run;
-  }
-  EXPECT_TRUE(loop.after_run(std::vector<int64_t>{50, 50}, none, kBudget).whole) << "a loop's body compiles whole";
+  (void)shared.after_run(std::vector<int64_t>{0, 0}, std::vector<bool>{true, false}, kRun, kCost);
+  d = shared.after_run(std::vector<int64_t>{0, 100}, std::vector<bool>{true, false}, kRun, kCost);
+  EXPECT_TRUE(d.whole) << "a has code from another graph: b alone is open, and has spent twice its cost";
+
+  TierUp loop(std::vector<ir::Hash128>{a, b, c});  // came with 3 kernels to compile: 150 ns
+  (void)loop.after_run(std::vector<int64_t>{0, 0, 0}, std::vector<bool>(3, false), 70, kCost);
+  EXPECT_FALSE(loop.after_run(std::vector<int64_t>{1, 1, 1}, std::vector<bool>(3, false), 70, kCost).whole);
+  EXPECT_TRUE(loop.after_run(std::vector<int64_t>{2, 2, 2}, std::vector<bool>(3, false), 10, kCost).whole)
+      << "the graph has run 150 ns: a loop's body compiles whole, its cold kernels with it";
+
   TierUp at_once(std::vector<ir::Hash128>{a, b});
-  (void)at_once.after_run(std::vector<int64_t>{0, 0}, none, 0);
-  EXPECT_TRUE(at_once.after_run(std::vector<int64_t>{0, 0}, none, 0).whole) << "budget 0: from the second run";
+  (void)at_once.after_run(std::vector<int64_t>{0, 0}, none, 0, 0);
+  EXPECT_TRUE(at_once.after_run(std::vector<int64_t>{0, 0}, none, 0, 0).whole) << "cost 0: from the second run";
 }
 
-/// A budget no run reaches: the graph stays on tier 0, and nothing is compiled.
+/// A cost no run reaches: the graph stays on tier 0, and nothing is compiled.
 TEST(TierTest, AGraphCompilesNothingUntilTierZeroHasSpentTheBudget) {
   tests::ScopedTier tier(Tier::Auto);
-  tests::ScopedCompileBudget never(1e9);
+  tests::ScopedCompileCost never(1e9);
   reset_metrics();
   const Tensor x = Tensor::from_vector<float>(ramp(48 * 16, 0.1f), {48, 16});
   std::vector<float> results[5];  // kernels no other test compiles: tier 0 runs them all
@@ -813,10 +816,10 @@ TEST(TierTest, AGraphCompilesNothingUntilTierZeroHasSpentTheBudget) {
 }
 
 /// One kernel that tier 0 spends milliseconds in and 20 of other contents that take
-/// microseconds: with a budget of one run of the big kernel on tier 0 (timed first, alone, so
-/// the test holds on a slow or sanitized build), the big one has spent it after two runs and
-/// compiles alone, while the graph has not spent it for each of its 21 kernels; it hands its
-/// code over, and the graph keeps running the rest on tier 0 without switching.
+/// microseconds: with a compile costing half a run of the big kernel on tier 0 (timed first,
+/// alone, so the test holds on a slow or sanitized build), the big one has spent twice that
+/// after two runs and compiles alone, while the graph is far from the cost of its 21 kernels;
+/// it hands its code over, and the graph keeps running the rest on tier 0 without switching.
 TEST(TierTest, AHotKernelCompilesAheadOfItsGraph) {
   const Tensor big = Tensor::from_vector<float>(ramp(1 << 20, 1e-6f), {1 << 20});
   auto hot = [&] { return exp(big) * 0.5 + tanh(big); };
@@ -830,7 +833,7 @@ TEST(TierTest, AHotKernelCompilesAheadOfItsGraph) {
     }
   }
   tests::ScopedTier tier(Tier::Auto);
-  tests::ScopedCompileBudget budget(one_run_ms);
+  tests::ScopedCompileCost cost(one_run_ms / 2);  // hot after two runs
   const std::vector<std::function<Tensor(const Tensor&)>> light = {
       [](const Tensor& t) { return neg(t); },      [](const Tensor& t) { return abs(t); },
       [](const Tensor& t) { return exp(t); },      [](const Tensor& t) { return log1p(abs(t)); },
@@ -859,7 +862,7 @@ TEST(TierTest, AHotKernelCompilesAheadOfItsGraph) {
     wait_for_compiles();
   }
   Metrics m = metrics();
-  ASSERT_EQ(m.kernels_compiled_background, 1) << "the big kernel, alone (budget " << one_run_ms << " ms)";
+  ASSERT_EQ(m.kernels_compiled_background, 1) << "the big kernel, alone (a run of it: " << one_run_ms << " ms)";
   EXPECT_EQ(m.tier_switches, 0);
   const int64_t launched = m.kernels_launched, tier0_runs = m.tier0_kernel_runs;
   run();

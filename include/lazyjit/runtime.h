@@ -33,7 +33,7 @@ void set_compile_cache_capacity(int64_t entries);
 /// Which engine runs a graph's kernels (LAZYJIT_TIER: auto, 0 or 1).
 enum class Tier {
   Auto,       ///< kernels not compiled yet run at once on tier 0, an interpreter of the kernel IR,
-              ///< while LLVM compiles them in the background as they earn it (set_compile_budget),
+              ///< while LLVM compiles them in the background as they earn it (set_compile_cost),
               ///< and compiled code runs each from then on (a graph run once is never compiled)
   Interpret,  ///< tier 0 only: never compile, and run every kernel on tier 0, even one
               ///< compiled earlier in the process (short scripts, tests of semantics)
@@ -45,14 +45,14 @@ Tier tier();
 /// Waits until the background compiles queued so far are done, so that their graphs run
 /// compiled code from their next execution on.
 void wait_for_compiles();
-/// Under Tier::Auto, the tier-0 time that pays for compiling one kernel in the background
-/// (LAZYJIT_COMPILE_BUDGET_MS): from a graph's second run, a kernel compiles once tier 0 has
-/// spent that long in it, and the rest of the graph once its kernels not compiled yet have
-/// together run that long each; then compiled code runs the whole graph. 0: the whole graph
-/// compiles from its second run. Negative (the default): 0 when the runtime's threads leave a
-/// core free, else twice LLVM's time per kernel on this machine (rent or buy: compiling then
-/// costs the steps no more than twice what the better choice in hindsight would have).
-void set_compile_budget(double milliseconds);
+/// Under Tier::Auto, what compiling one kernel in the background costs the steps
+/// (LAZYJIT_COMPILE_COST_MS), which decides when it is worth it (rent or buy): from a graph's
+/// second run, a kernel compiles once tier 0 has spent twice that in it, and the rest of the
+/// graph once its kernels not compiled yet have together spent twice that each on tier 0, or
+/// once the graph has run, in all, that long per kernel it came with; then compiled code runs
+/// the whole graph. 0: the whole graph compiles from its second run. Negative (the default):
+/// 0 when the runtime's threads leave a core free, else LLVM's time per kernel so far.
+void set_compile_cost(double milliseconds);
 
 /// Counters since process start or the last reset_metrics(). Thread-safe snapshot.
 struct Metrics {

@@ -108,10 +108,12 @@ void GraphExecutor::materialize(std::vector<std::shared_ptr<detail::TensorImpl>>
       return;
     }
     std::shared_ptr<const Tier0Graph> code = interpreted(graph, std::move(plan), aliases, key, tier == Tier::Auto);
+    const Clock::time_point run_start = Clock::now();
     execute(graph, {code->plan, nullptr, code.get(), tier == Tier::Interpret}, aliases, targets, keep_history);
     // Queued once the run has given the user its results: compiling beside it would slow it.
     if (tier == Tier::Auto) {
-      if (Tier0Graph::Compile compile = code->after_run(compile_budget_ns()); compile.job != nullptr) {
+      const int64_t run_ns = nanoseconds_since(run_start);
+      if (Tier0Graph::Compile compile = code->after_run(run_ns, compile_cost_ns()); compile.job != nullptr) {
         compile_in_background(key, std::move(compile), std::move(code));
       }
     }
@@ -208,7 +210,7 @@ std::vector<size_t> Tier0Graph::slowest_first(std::vector<size_t> order) const {
   return order;
 }
 
-Tier0Graph::Compile Tier0Graph::after_run(int64_t budget_ns) const {
+Tier0Graph::Compile Tier0Graph::after_run(int64_t run_ns, int64_t cost_ns) const {
   std::lock_guard lock(pending_mutex_);
   if (pending_ == nullptr) return {};
   std::vector<int64_t> ns(kernels.size());
@@ -218,22 +220,20 @@ Tier0Graph::Compile Tier0Graph::after_run(int64_t budget_ns) const {
     std::lock_guard code_lock(compiled_mutex_);
     for (size_t k = 0; k < has_code.size(); ++k) has_code[k] = compiled_[k] != nullptr;
   }
-  TierUp::Decision what = tier_up_.after_run(ns, has_code, budget_ns);
+  TierUp::Decision what = tier_up_.after_run(ns, has_code, run_ns, cost_ns);
   if (what.whole) return {std::move(pending_), std::move(what)};  // the last compile of the graph
   if (what.kernels.empty()) return {};
   return {pending_, std::move(what)};
 }
 
-int64_t GraphExecutor::compile_budget_ns() const {
-  const int64_t set = compile_budget_ns_.load(std::memory_order_relaxed);
+int64_t GraphExecutor::compile_cost_ns() const {
+  const int64_t set = compile_cost_ns_.load(std::memory_order_relaxed);
   if (set >= 0) return set;
   // A core the runtime's threads leave free compiles for nothing: from the graph's second run.
   if (executor_.num_threads() < static_cast<int>(std::thread::hardware_concurrency())) return 0;
-  // Else compiled code is taken to save half of tier 0's time: a kernel pays for its compile
-  // once tier 0 has spent twice LLVM's time for it (about 10 ms a kernel where none is
-  // measured yet).
+  // Else LLVM's time per kernel so far (about 10 ms a kernel where none is measured yet).
   constexpr int64_t kPriorKernelCompileNs = 10'000'000;
-  return 2 * graph_compiler_.kernel_compile_ns(kPriorKernelCompileNs);
+  return graph_compiler_.kernel_compile_ns(kPriorKernelCompileNs);
 }
 
 void GraphExecutor::compile_in_background(const ir::Hash128& key, Tier0Graph::Compile compile,

@@ -65,9 +65,9 @@ struct Tier0Graph {
     std::shared_ptr<GraphCompiler::Lowered> job;
     TierUp::Decision what;
   };
-  /// Under auto, after each run: what TierUp says to compile now, with a compile budget of
-  /// `budget_ns` a kernel.
-  Compile after_run(int64_t budget_ns) const;
+  /// Under auto, after each run (which took `run_ns`): what TierUp says to compile now, a
+  /// kernel's compile costing `cost_ns`.
+  Compile after_run(int64_t run_ns, int64_t cost_ns) const;
   /// The lowered graph, kept to compile from (a graph with kernels not compiled yet, under auto).
   void keep_for_compile(std::shared_ptr<GraphCompiler::Lowered> job) { pending_ = std::move(job); }
 
@@ -98,9 +98,9 @@ class GraphExecutor {
   Tier tier() const { return tier_.load(std::memory_order_relaxed); }
   /// Waits for the background compiles queued so far.
   void wait_for_compiles() { background_.wait_idle(); }
-  /// Under auto, the tier-0 time that pays for compiling a kernel (lazyjit::set_compile_budget;
+  /// Under auto, what compiling a kernel costs the steps (lazyjit::set_compile_cost;
   /// negative: measured).
-  void set_compile_budget(int64_t ns) { compile_budget_ns_.store(ns, std::memory_order_relaxed); }
+  void set_compile_cost(int64_t ns) { compile_cost_ns_.store(ns, std::memory_order_relaxed); }
 
   /// Materialises the pending tensors among `tensors` in one graph, with no donation (a
   /// value read twice must not change). Throws Error when the graph cannot be compiled.
@@ -153,8 +153,8 @@ class GraphExecutor {
   /// to the background compiler: its kernels are handed to `tier0` one by one, the slowest on
   /// tier 0 first, and the whole graph, when it is that, to the compile cache when all are done.
   void compile_in_background(const ir::Hash128& key, Tier0Graph::Compile compile, std::shared_ptr<const Tier0Graph> tier0);
-  /// The tier-0 time that pays for compiling a kernel now (set_compile_budget).
-  int64_t compile_budget_ns() const;
+  /// What compiling a kernel costs the steps now (set_compile_cost, TierUp).
+  int64_t compile_cost_ns() const;
   /// What runs a graph's kernels: its compiled code, or tier 0 (with the kernels compiled
   /// for other graphs, under auto; under LAZYJIT_TIER=0, tier 0 runs them all).
   struct Code {
@@ -183,7 +183,7 @@ class GraphExecutor {
   codegen::KeyedCache<lowering::KernelPlan> plans_;  // by graph key
   codegen::KeyedCache<Tier0Graph> tier0_graphs_;     // by cache key
   std::atomic<Tier> tier_ = Tier::Auto;
-  std::atomic<int64_t> compile_budget_ns_ = -1;
+  std::atomic<int64_t> compile_cost_ns_ = -1;
   BarrierLock barrier_mutex_;  // shared: syncs; exclusive: a step barrier
   std::atomic<bool> keep_history_ = false;
   std::mutex kept_mutex_;

@@ -77,8 +77,8 @@ Runtime::Runtime()
       executor_(runtime_threads()),
       graph_executor_(*compiler_, cache_, executor_, allocator_, live_, counters_, compile_options()) {
   graph_executor_.set_tier(env_tier());
-  if (!env_string("LAZYJIT_COMPILE_BUDGET_MS").empty()) {
-    graph_executor_.set_compile_budget(env_int("LAZYJIT_COMPILE_BUDGET_MS", 0, int64_t{1} << 30) * 1'000'000);
+  if (!env_string("LAZYJIT_COMPILE_COST_MS").empty()) {
+    graph_executor_.set_compile_cost(env_int("LAZYJIT_COMPILE_COST_MS", 0, int64_t{1} << 30) * 1'000'000);
   }
 }
 
@@ -158,9 +158,9 @@ Tier tier() { return Runtime::get().graph_executor().tier(); }
 
 void wait_for_compiles() { Runtime::get().graph_executor().wait_for_compiles(); }
 
-void set_compile_budget(double milliseconds) {
-  if (std::isnan(milliseconds)) throw Error("set_compile_budget: the budget is NaN");
-  Runtime::get().graph_executor().set_compile_budget(
+void set_compile_cost(double milliseconds) {
+  if (std::isnan(milliseconds)) throw Error("set_compile_cost: the cost is NaN");
+  Runtime::get().graph_executor().set_compile_cost(
       milliseconds < 0 ? -1 : static_cast<int64_t>(std::min(milliseconds, 1e12) * 1e6));
 }
 

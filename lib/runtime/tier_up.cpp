@@ -16,9 +16,15 @@ TierUp::TierUp(std::span<const ir::Hash128> contents) {
 }
 
 TierUp::Decision TierUp::after_run(std::span<const int64_t> tier0_ns, const std::vector<bool>& compiled,
-                                   int64_t budget_ns) {
-  if (whole_queued_ || ++runs_ < kRunsBeforeCompile) return {};
+                                   int64_t run_ns, int64_t cost_ns) {
+  if (whole_queued_) return {};
+  graph_ns_ += run_ns;
+  if (++runs_ == 1) {
+    for (const std::vector<size_t>& kernels : contents_) own_ += compiled[kernels.front()] ? 0 : 1;
+  }
+  if (runs_ < kRunsBeforeCompile) return {};
   // The contents still to compile, and the time tier 0 has spent in each.
+  const int64_t budget_ns = 2 * cost_ns;
   std::vector<size_t> open;
   std::vector<int64_t> spent;
   int64_t total = 0;
@@ -30,7 +36,7 @@ TierUp::Decision TierUp::after_run(std::span<const int64_t> tier0_ns, const std:
     spent.push_back(ns);
     total += ns;
   }
-  if (total >= budget_ns * static_cast<int64_t>(open.size()) || runs_ >= kRunsBeforeCompilingAll) {
+  if (total >= budget_ns * static_cast<int64_t>(open.size()) || graph_ns_ >= cost_ns * own_) {
     whole_queued_ = true;
     return {.whole = true, .kernels = {}};
   }
