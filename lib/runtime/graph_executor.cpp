@@ -251,9 +251,10 @@ void GraphExecutor::compile_in_background(const ir::Hash128& key, Tier0Graph::Co
         absl::Status done = run_with_stack(kCompileThreadStackBytes, [&] {
           return graph_compiler_.compile_kernels(*job, what.kernels, on_compile_threads, progress);
         });
-        if (done.ok()) return;
-        LAZYJIT_LOG(warn, "compiling kernels of graph {} in the background: {}; tier 0 keeps running them", stem,
-                    std::string(done.message()));
+        if (!done.ok()) {
+          LAZYJIT_LOG(warn, "compiling kernels of graph {} in the background: {}; tier 0 keeps running them", stem,
+                      std::string(done.message()));
+        }
         return;
       }
       auto made = cache_.get_or_make(key, [&] {

@@ -29,9 +29,9 @@ namespace lazyjit::runtime {
 
 /// A graph as tier 0 runs it: its plan, each kernel prepared for tier 0, and each kernel's
 /// compiled code as it comes (DESIGN.md section 7, "Tiers"): at once for the kernels other
-/// graphs have compiled, and under auto one by one as the graph's own background compile
-/// loads them, the kernels tier 0 spent longest in first. A run uses what is there when it
-/// starts; once the whole graph is compiled, the compile cache runs it.
+/// graphs have compiled, and under auto one by one as the graph's own background compiles
+/// (when TierUp says) load them, the kernels tier 0 spent longest in first. A run uses what is
+/// there when it starts; once the whole graph is compiled, the compile cache runs it.
 struct Tier0Graph {
   lowering::KernelPlan plan;
   std::vector<Tier0Kernel> kernels;
