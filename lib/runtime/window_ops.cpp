@@ -48,10 +48,13 @@ Tensor window_view(std::string_view op, const Tensor& x, int64_t groups, Size2 k
 }
 
 /// `x` ([N, C, H, W]) with rows and columns of zeros: `before` ahead of its first, `after`
-/// past its last.
+/// past its last. Rows first, then columns: the last cat is along the innermost dim, which
+/// the kernel stores part by part (a row's zeros, then a contiguous copy of x's row, whose
+/// choice between a row of zeros and a row of x is invariant along it), not by selecting
+/// among every part's clamped read at every element.
 Tensor zero_pad(const Tensor& x, Size2 before, Size2 after) {
   Tensor padded = x;
-  for (const auto& [dim, ahead, behind] : {std::tuple{3, before.w, after.w}, std::tuple{2, before.h, after.h}}) {
+  for (const auto& [dim, ahead, behind] : {std::tuple{2, before.h, after.h}, std::tuple{3, before.w, after.w}}) {
     auto zero = [&](int64_t n) {
       std::vector<int64_t> edge = padded.shape();
       edge[dim] = n;
