@@ -141,7 +141,7 @@ class GraphExecutor {
                                                          std::span<const lowering::Alias> aliases,
                                                          const ir::Hash128& key);
   /// The tier-0 form of the same, lowered on a miss; `compile_in_background`: a miss also
-  /// keeps the lowered graph for its compile (Tier0Graph::take_pending).
+  /// keeps the lowered graph for its compile (Tier0Graph::keep_for_compile, TierUp).
   std::shared_ptr<const Tier0Graph> interpreted(const ir::Graph& graph, std::shared_ptr<const lowering::KernelPlan> plan,
                                                 std::span<const lowering::Alias> aliases, const ir::Hash128& key,
                                                 bool compile_in_background);
