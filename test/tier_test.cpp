@@ -799,6 +799,15 @@ TEST(TierUpTest, HotKernelsFirstThenTheWholeGraphOnce) {
   EXPECT_TRUE(at_once.after_run(std::vector<int64_t>{0, 0}, none, 0, 0).whole) << "cost 0: from the second run";
 }
 
+TEST(TierTest, ACompileCostThatIsNotANumberIsAnError) {
+  try {
+    set_compile_cost(std::numeric_limits<double>::quiet_NaN());
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "set_compile_cost: the cost is NaN");
+  }
+}
+
 /// A cost no run reaches: the graph stays on tier 0, and nothing is compiled.
 TEST(TierTest, AGraphCompilesNothingUntilTierZeroHasSpentTheBudget) {
   tests::ScopedTier tier(Tier::Auto);
