@@ -794,6 +794,13 @@ TEST(TierUpTest, HotKernelsFirstThenTheWholeGraphOnce) {
   EXPECT_TRUE(loop.after_run(std::vector<int64_t>{2, 2, 2}, std::vector<bool>(3, false), 10, kCost).whole)
       << "the graph has run 150 ns: a loop's body compiles whole, its cold kernels with it";
 
+  TierUp never(std::vector<ir::Hash128>{a, b, c});  // a cost that would overflow twice over
+  const int64_t huge = std::numeric_limits<int64_t>::max() / 2;
+  (void)never.after_run(std::vector<int64_t>{0, 0, 0}, std::vector<bool>(3, false), kRun, huge);
+  d = never.after_run(std::vector<int64_t>{5, 5, 5}, std::vector<bool>(3, false), kRun, huge);
+  EXPECT_FALSE(d.whole) << "saturates: never";
+  EXPECT_TRUE(d.kernels.empty());
+
   TierUp at_once(std::vector<ir::Hash128>{a, b});
   (void)at_once.after_run(std::vector<int64_t>{0, 0}, none, 0, 0);
   EXPECT_TRUE(at_once.after_run(std::vector<int64_t>{0, 0}, none, 0, 0).whole) << "cost 0: from the second run";

@@ -1,9 +1,21 @@
 // The background compile's policy: rent or buy, per kernel and per graph.
 #include "runtime/tier_up.h"
 
+#include <limits>
+
 #include "absl/container/flat_hash_map.h"
 
 namespace lazyjit::runtime {
+namespace {
+
+/// a * b for non-negative a and b, or the largest int64_t where that overflows (a cost set
+/// to "never" must not wrap around to "at once").
+int64_t saturating_product(int64_t a, int64_t b) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  return b != 0 && a > kMax / b ? kMax : a * b;
+}
+
+}  // namespace
 
 TierUp::TierUp(std::span<const ir::Hash128> contents) {
   absl::flat_hash_map<ir::Hash128, size_t> index;
@@ -24,7 +36,7 @@ TierUp::Decision TierUp::after_run(std::span<const int64_t> tier0_ns, const std:
   }
   if (runs_ < kRunsBeforeCompile) return {};
   // The contents still to compile, and the time tier 0 has spent in each.
-  const int64_t budget_ns = 2 * cost_ns;
+  const int64_t budget_ns = saturating_product(cost_ns, 2);
   std::vector<size_t> open;
   std::vector<int64_t> spent;
   int64_t total = 0;
@@ -36,7 +48,8 @@ TierUp::Decision TierUp::after_run(std::span<const int64_t> tier0_ns, const std:
     spent.push_back(ns);
     total += ns;
   }
-  if (total >= budget_ns * static_cast<int64_t>(open.size()) || graph_ns_ >= cost_ns * own_) {
+  if (total >= saturating_product(budget_ns, static_cast<int64_t>(open.size())) ||
+      graph_ns_ >= saturating_product(cost_ns, own_)) {
     whole_queued_ = true;
     return {.whole = true, .kernels = {}};
   }
