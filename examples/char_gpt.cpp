@@ -200,16 +200,16 @@ int run(const std::string& text) {
   // compile in the background as tier 0's time pays for it (on two cores, the hot ones).
   const int64_t graphs = after_training.graphs_planned - before.graphs_planned;
   const int64_t kernels = after_training.kernels_compiled - before.kernels_compiled;
-  const bool compiled_once = graphs <= 2;
+  const bool no_recompiles = graphs <= 2;
   const bool donated = donations_last_step == static_cast<int64_t>(params.size() + opt.state().size());
   auto verdict = [](bool ok) { return ok ? "ok" : "FAILED"; };
   std::printf("checks:\n");
   std::printf("  mean loss of the last %d steps %.4f < %.1f: %s\n", kReportEvery, tail, kMaxFinalLoss, verdict(learned));
   std::printf("  %d steps: %lld new graph(s), %lld kernels compiled: %s\n", kSteps, static_cast<long long>(graphs),
-              static_cast<long long>(kernels), verdict(compiled_once));
+              static_cast<long long>(kernels), verdict(no_recompiles));
   std::printf("  %lld donations per step = %zu parameters + %zu AdamW state buffers: %s\n",
               static_cast<long long>(donations_last_step), params.size(), opt.state().size(), verdict(donated));
-  return learned && compiled_once && donated ? 0 : 1;
+  return learned && no_recompiles && donated ? 0 : 1;
 }
 
 }  // namespace

@@ -229,8 +229,7 @@ Tier0Graph::Compile Tier0Graph::after_run(int64_t run_ns, int64_t cost_ns) const
 int64_t GraphExecutor::compile_cost_ns() const {
   const int64_t set = compile_cost_ns_.load(std::memory_order_relaxed);
   if (set >= 0) return set;
-  // A core the runtime's threads leave free compiles for nothing: from the graph's second run.
-  if (executor_.num_threads() < static_cast<int>(std::thread::hardware_concurrency())) return 0;
+  if (spare_core_) return 0;  // the whole graph from its second run
   // Else LLVM's time per kernel so far (about 10 ms a kernel where none is measured yet).
   constexpr int64_t kPriorKernelCompileNs = 10'000'000;
   return graph_compiler_.kernel_compile_ns(kPriorKernelCompileNs);

@@ -91,7 +91,9 @@ class GraphExecutor {
                 CompileOptions options = {})
       : compiler_(compiler), cache_(cache), executor_(executor), allocator_(allocator), live_(live),
         counters_(counters), graph_compiler_(compiler, counters, std::move(options)), plans_(cache.capacity()),
-        tier0_graphs_(cache.capacity()), background_(executor.num_threads()) {}
+        tier0_graphs_(cache.capacity()),
+        spare_core_(executor.num_threads() < static_cast<int>(std::thread::hardware_concurrency())),
+        background_(executor.num_threads()) {}
 
   /// Which engine runs later materialisations (lazyjit::Tier).
   void set_tier(Tier tier) { tier_.store(tier, std::memory_order_relaxed); }
@@ -184,6 +186,7 @@ class GraphExecutor {
   codegen::KeyedCache<Tier0Graph> tier0_graphs_;     // by cache key
   std::atomic<Tier> tier_ = Tier::Auto;
   std::atomic<int64_t> compile_cost_ns_ = -1;
+  const bool spare_core_;  // the runtime's threads leave a core free: compiles cost the steps nothing
   BarrierLock barrier_mutex_;  // shared: syncs; exclusive: a step barrier
   std::atomic<bool> keep_history_ = false;
   std::mutex kept_mutex_;

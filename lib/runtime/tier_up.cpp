@@ -35,29 +35,27 @@ TierUp::Decision TierUp::after_run(std::span<const int64_t> tier0_ns, const std:
     for (const std::vector<size_t>& kernels : contents_) own_ += compiled[kernels.front()] ? 0 : 1;
   }
   if (runs_ < kRunsBeforeCompile) return {};
-  // The contents still to compile, and the time tier 0 has spent in each.
+  // The contents still to compile: how many, the time tier 0 has spent in them, and those
+  // that have spent the budget each.
   const int64_t budget_ns = saturating_product(cost_ns, 2);
-  std::vector<size_t> open;
-  std::vector<int64_t> spent;
-  int64_t total = 0;
+  int64_t open = 0, total = 0;
+  std::vector<size_t> due;
   for (size_t c = 0; c < contents_.size(); ++c) {
     if (queued_[c] || compiled[contents_[c].front()]) continue;
     int64_t ns = 0;
     for (size_t k : contents_[c]) ns += tier0_ns[k];
-    open.push_back(c);
-    spent.push_back(ns);
+    ++open;
     total += ns;
+    if (ns >= budget_ns) due.push_back(c);
   }
-  if (total >= saturating_product(budget_ns, static_cast<int64_t>(open.size())) ||
-      graph_ns_ >= saturating_product(cost_ns, own_)) {
+  if (total >= saturating_product(budget_ns, open) || graph_ns_ >= saturating_product(cost_ns, own_)) {
     whole_queued_ = true;
     return {.whole = true, .kernels = {}};
   }
   Decision hot;
-  for (size_t i = 0; i < open.size(); ++i) {
-    if (spent[i] < budget_ns) continue;
-    queued_[open[i]] = true;
-    hot.kernels.insert(hot.kernels.end(), contents_[open[i]].begin(), contents_[open[i]].end());
+  for (size_t c : due) {
+    queued_[c] = true;
+    hot.kernels.insert(hot.kernels.end(), contents_[c].begin(), contents_[c].end());
   }
   return hot;
 }
