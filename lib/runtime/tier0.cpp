@@ -41,6 +41,7 @@ void Program::analyse() {
   locals_read.assign(n, 0);
   is_static.assign(n, false);
   fn.assign(n, nullptr);
+  index_code.assign(n, {});
   std::vector<int> var_depth(k.num_vars, 0);
   auto depths = [&](auto&& self, const std::vector<Stmt>& stmts, int depth) -> void {
     for (const Stmt& s : stmts) {
@@ -67,6 +68,9 @@ void Program::analyse() {
         statics.push_back(static_cast<Id>(i));
         break;
       case ExprKind::Var: level[i] = var_depth[e.slot]; break;
+      case ExprKind::Index:
+        index_code[i] = {e.operands[0], e.operands[1], static_cast<kir::IndexOp>(e.op), true};
+        break;
       case ExprKind::Load: buffers_read[i] |= bit(e.slot); break;
       case ExprKind::Local: locals_read[i] |= bit(e.slot); break;
       case ExprKind::Op: {

@@ -28,6 +28,15 @@ struct Writes {
   }
 };
 
+/// An index expression's operation and operands, decoded from kir::Expr for the runner's
+/// scalar evaluation (one per loop iteration: a matmul tile's row offsets, a row's bounds),
+/// which then reads neither the expression nor its operand vector.
+struct IndexCode {
+  Id a = kir::kNone, b = kir::kNone;
+  kir::IndexOp op{};
+  bool index = false;  ///< an Index expression (else Runner::eval's general path)
+};
+
 /// How a value of an innermost loop is held while a block runs.
 enum class Form : uint8_t {
   Uniform,  ///< the same for the whole loop entry: in regs (and a broadcast block if a block reads it)
@@ -140,6 +149,7 @@ struct Tier0Kernel::Program {
   std::vector<Id> root_hoisted;
   std::vector<Step> root;
   std::vector<tier0::BlockFn> fn;  // per Op expression: its block function
+  std::vector<tier0::IndexCode> index_code;  // per expression
 
   // Preparation (tier0.cpp).
   void analyse();

@@ -81,6 +81,10 @@ class Runner {
 
   /// One expression's scalar value into its register.
   void eval(Id id) {
+    if (const tier0::IndexCode& c = p_.index_code[id]; c.index) {
+      f_.regs[id] = static_cast<uint64_t>(index_op(c.op, f_.index(c.a), f_.index(c.b)));
+      return;
+    }
     const Expr& e = k_.exprs[id];
     switch (e.kind) {
       case ExprKind::Load: {
@@ -95,10 +99,6 @@ class Runner {
         std::memcpy(f_.reg(id), f_.local(e.slot) + at * size, static_cast<size_t>(size));
         return;
       }
-      case ExprKind::Index:
-        f_.regs[id] = static_cast<uint64_t>(index_op(static_cast<kir::IndexOp>(e.op), f_.index(e.operands[0]),
-                                                     f_.index(e.operands[1])));
-        return;
       case ExprKind::Op: {
         const void* operands[3] = {};
         for (size_t i = 0; i < e.operands.size(); ++i) operands[i] = f_.reg(e.operands[i]);
@@ -115,8 +115,16 @@ class Runner {
     }
   }
 
+  /// Evaluates `ids` in order, index arithmetic inline (a matmul tile's row offsets, a row's
+  /// bounds: most of what an iteration evaluates).
   void eval_all(const std::vector<Id>& ids) {
-    for (Id e : ids) eval(e);
+    for (Id e : ids) {
+      if (const tier0::IndexCode& c = p_.index_code[e]; c.index) {
+        f_.regs[e] = static_cast<uint64_t>(index_op(c.op, f_.index(c.a), f_.index(c.b)));
+      } else {
+        eval(e);
+      }
+    }
   }
 
   int32_t steps(const std::vector<Step>& steps) {
