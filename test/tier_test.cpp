@@ -260,6 +260,66 @@ TEST(TierZeroTest, AShortNestOfStoresRunsFlattenedInItsOrder) {
   }
 }
 
+/// A loop of micro-kernels (A's rows in place, B one packed panel of 32 columns), each
+/// followed by its tile's epilogue, out[row][j] = tile[r][j] + bias[j] for the tile's rows
+/// (row = 6 m + r, at most 6, the last tile's fewer) as Matmul::matmul lowers it. Tier 0 runs
+/// it a band of 16 micro-kernels at a time, then the band's epilogue over its rows: products
+/// of 1 to 239 rows (one band, a full one, three), each element the fused multiply-adds from
+/// zero in K's order plus the bias, and nothing stored past the last row or column. An
+/// epilogue that reads the tile elsewhere than its own row and column (row 0's, for every
+/// row) runs a tile at a time, as lowered.
+TEST(TierZeroTest, MicroKernelsRunABandAtATimeBeforeTheirEpilogues) {
+  constexpr int64_t kMr = 6, kNr = 32;
+  for (const bool own_row : {true, false}) {
+    kir::Builder k;
+    const int a = k.new_buffer(DType::Float32), b = k.new_buffer(DType::Float32);
+    const int bias = k.new_buffer(DType::Float32), out = k.new_buffer(DType::Float32);
+    const int tile = k.new_local(DType::Float32, kMr * kNr);
+    const kir::Id m = k.dim(k.new_dim()), depth = k.dim(k.new_dim()), cols = k.min(k.index(kNr), k.dim(k.new_dim()));
+    k.loop(k.begin(), k.end(), [&](kir::Id) {
+      k.loop(k.index(0), k.ceil_div(m, k.index(kMr)), [&](kir::Id micro) {
+        const kir::Id first_row = k.mul(micro, k.index(kMr));
+        kir::MicroKernel step{.a = a, .b = b, .tile = tile, .packed_a = false, .k = depth, .b_base = k.index(0)};
+        for (int64_t r = 0; r < kMr; ++r) {
+          step.a_rows.push_back(k.mul(k.min(k.add(first_row, k.index(r)), k.sub(m, k.index(1))), depth));
+        }
+        k.matmul(std::move(step));
+        k.loop(k.index(0), k.min(k.index(kMr), k.sub(m, first_row)), [&](kir::Id r) {
+          k.loop(k.index(0), cols, [&](kir::Id j) {
+            const kir::Id at = own_row ? k.add(k.mul(r, k.index(kNr)), j) : j;
+            const kir::Id value = k.op(ir::OpKind::Add, DType::Float32, {k.local(tile, at), k.load(bias, j)});
+            k.store(out, k.add(k.mul(k.add(first_row, r), k.index(kNr)), j), value);
+          });
+        });
+      });
+    });
+    k.kernel().kind = "tile";
+    k.kernel().count = k.index(1);
+    k.kernel().work = k.index(1);
+    const runtime::Tier0Kernel kernel(k.take());
+    EXPECT_EQ(kernel.shape().banded, own_row ? 1 : 0);
+    for (const int64_t rows : {1, 6, 95, 96, 97, 239}) {
+      const int64_t kk = 5, used_cols = 29;
+      const std::vector<float> x = ramp(rows * kk, 0.25f), w = ramp(kk * kNr, 0.125f), c = ramp(kNr, 0.5f);
+      std::vector<float> y(static_cast<size_t>((rows + 1) * kNr), -1.0f);
+      void* args[] = {const_cast<float*>(x.data()), const_cast<float*>(w.data()), const_cast<float*>(c.data()), y.data()};
+      const int64_t dims[] = {rows, kk, used_cols};
+      ASSERT_EQ(kernel.run(args, dims, 0, 1), 0);
+      for (int64_t row = 0; row <= rows; ++row) {
+        for (int64_t j = 0; j < kNr; ++j) {
+          const int64_t from = own_row ? row : row / kMr * kMr;  // the row whose product is read
+          float sum = 0.0f;
+          for (int64_t i = 0; i < kk; ++i) {
+            sum = std::fma(x[static_cast<size_t>(from * kk + i)], w[static_cast<size_t>(i * kNr + j)], sum);
+          }
+          const float want = row < rows && j < used_cols ? sum + c[static_cast<size_t>(j)] : -1.0f;
+          ASSERT_EQ(y[static_cast<size_t>(row * kNr + j)], want) << (own_row ? "" : "row 0's, ") << rows << " rows: " << row << " " << j;
+        }
+      }
+    }
+  }
+}
+
 /// An elementwise kernel over runs of n elements (KernelContext::for_runs) runs as one loop
 /// over [Begin, End), whatever the slice: runs cut at both ends, one element, none. One whose
 /// statements read the element only at its linear index (w = w - 0.5 g over rows of 3: an

@@ -286,8 +286,9 @@ class Emitter {
     } else {
       multiply_in_place(m, t, a_rows);
     }
+    Value* tile = tile_of(m, t);
     for (int64_t i = 0; i < 2 * t.tiling.mr; ++i) {
-      Value* p = b_.CreateConstInBoundsGEP1_64(t.scalar, locals_[m.tile], i * t.lanes);
+      Value* p = b_.CreateConstInBoundsGEP1_64(t.scalar, tile, i * t.lanes);
       b_.CreateAlignedStore(b_.CreateLoad(t.vector, accumulators_[i]), p, llvm::Align(64));
     }
   }
@@ -376,13 +377,19 @@ class Emitter {
     });
   }
 
+  /// Where the micro-kernel's tile starts in its local (MicroKernel::tile_at).
+  Value* tile_of(const kir::MicroKernel& m, const Tile& t) {
+    if (m.tile_at == kir::kNone) return locals_[m.tile];
+    return b_.CreateInBoundsGEP(t.scalar, locals_[m.tile], value(m.tile_at));
+  }
+
   /// A GPU thread's micro-kernel: scalar accumulators in the tile itself, B's rows read
   /// where they lie (packed or in place, no panel: a GPU thread's stack is small and slow).
   void matmul_scalar(const kir::MicroKernel& m) {
     const Tile t = tile_of(m);
     const MatmulTiling& tiling = t.tiling;
     llvm::Type* scalar = t.scalar;
-    Value* tile = locals_[m.tile];
+    Value* tile = tile_of(m, t);
     counted_loop(i64(0), i64(tiling.mr * tiling.nr), "zero", [&](Value* i) {
       b_.CreateStore(llvm::Constant::getNullValue(scalar), b_.CreateInBoundsGEP(scalar, tile, i));
     });

@@ -22,7 +22,7 @@ namespace {
 template <class F>
 void for_each_use(std::vector<Stmt>& body, F&& f) {
   for (Stmt& s : body) {
-    for (Id* id : {&s.lo, &s.hi, &s.micro.k, &s.micro.b_base, &s.micro.cols}) {
+    for (Id* id : {&s.lo, &s.hi, &s.micro.k, &s.micro.b_base, &s.micro.cols, &s.micro.tile_at}) {
       if (*id != kNone) f(*id);
     }
     for (auto* ids : {&s.offsets, &s.values, &s.micro.a_rows}) {

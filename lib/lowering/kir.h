@@ -57,8 +57,11 @@ struct Expr {
 /// ([k][NR] at b_base of buffer b) or, read in place, row kk at b_base + b_rows[kk] (b_rows:
 /// an Int64 buffer) with `cols` of its NR columns read (the rest are zero); A is a packed
 /// panel ([k][MR] at a_rows[0] of buffer a) or, unpacked, MR rows of length k at offsets a_rows.
+/// The tile is MR x NR elements of the array local `tile` from element `tile_at` (none: 0);
+/// tier 0 runs a band of micro-kernels into one array before their epilogue (tier0_nests.cpp).
 struct MicroKernel {
   int a = -1, b = -1, tile = -1;  ///< buffer slots and the (array) local written
+  Id tile_at = kNone;             ///< the tile's first element in `tile`; none: 0
   bool packed_a = true;
   int b_rows = -1;                ///< B in place: the buffer slot of its row offsets; -1: packed
   Id k = kNone, b_base = kNone;

@@ -84,7 +84,8 @@ void print_body(const std::vector<Stmt>& body, int depth, std::string& out) {
         for (Id r : m.a_rows) rows += fmt::format("{}%{}", rows.empty() ? "" : ", ", r);
         const std::string b = m.b_rows < 0 ? fmt::format("packed: %{}", m.b_base)
                                             : fmt::format("rows: %{} + b{}, cols %{}", m.b_base, m.b_rows, m.cols);
-        out += fmt::format("{}matmul l{} = b{}[{}: {}] x b{}[{}] over %{}\n", indent, m.tile, m.a,
+        const std::string at = m.tile_at == kNone ? "" : fmt::format("[%{}]", m.tile_at);
+        out += fmt::format("{}matmul l{}{} = b{}[{}: {}] x b{}[{}] over %{}\n", indent, m.tile, at, m.a,
                            m.packed_a ? "packed" : "rows", rows, m.b, b, m.k);
         break;
       }
@@ -156,7 +157,7 @@ class Encoder {
       ids(s.values);
       if (s.kind == Stmt::Kind::Matmul) {
         const MicroKernel& m = s.micro;
-        put(m.a, m.b, m.tile, m.packed_a, m.b_rows, m.k, m.b_base, m.cols);
+        put(m.a, m.b, m.tile, m.packed_a, m.b_rows, m.k, m.b_base, m.cols, m.tile_at);
         ids(m.a_rows);
       }
       body(s.body);
@@ -317,6 +318,7 @@ class Verifier {
           }
           index_use(m.k, "a matmul step");
           index_use(m.b_base, "a matmul step");
+          if (m.tile_at != kNone) index_use(m.tile_at, "a matmul step");
           if (m.b_rows >= 0) {
             if (!buffer_ok(m.b_rows) || k_.buffers[m.b_rows].dtype != DType::Int64) {
               return fail("a matmul step whose B rows are not an Int64 buffer");

@@ -344,6 +344,7 @@ Tier0Kernel::Tier0Kernel(const kir::Kernel& kernel) {
   tier0::Inverted inverted = tier0::invert_nests(builder);
   p->flattened = inverted.flattened;
   p->batched = inverted.batched;
+  p->banded = inverted.banded;
   p->rows = std::move(inverted.rows);
   p->k = std::move(builder.kernel());
   p->table = &tier0::block_table();
@@ -374,7 +375,7 @@ Tier0Kernel::Tier0Kernel(Tier0Kernel&&) noexcept = default;
 Tier0Kernel& Tier0Kernel::operator=(Tier0Kernel&&) noexcept = default;
 
 Tier0Kernel::Shape Tier0Kernel::shape() const {
-  Shape shape{.flattened = program_->flattened, .batched = program_->batched};
+  Shape shape{.flattened = program_->flattened, .batched = program_->batched, .banded = program_->banded};
   for (const tier0::CopyNest& nest : program_->copy_nests) {
     for (const tier0::CopyNest::Inner& inner : nest.inners) shape.copies += static_cast<int>(inner.copies.size());
   }

@@ -42,10 +42,10 @@ class Tier0Kernel {
   static void prepare_thread();
 
   /// What tier 0 made of the kernel's loop nests (tier0_nests.cpp), for tests: stores run as
-  /// strided copies or fills of copy nests, nests flattened into one loop, and loops of rows
-  /// run a batch of rows at a time.
+  /// strided copies or fills of copy nests, nests flattened into one loop, loops of rows
+  /// run a batch of rows at a time, and loops of micro-kernels run a band at a time.
   struct Shape {
-    int copies = 0, flattened = 0, batched = 0;
+    int copies = 0, flattened = 0, batched = 0, banded = 0;
   };
   Shape shape() const;
 

@@ -30,6 +30,7 @@ std::vector<Id> direct_uses(const Stmt& s) {
       uses.push_back(s.micro.k);
       uses.push_back(s.micro.b_base);
       if (s.micro.cols != kir::kNone) uses.push_back(s.micro.cols);
+      if (s.micro.tile_at != kir::kNone) uses.push_back(s.micro.tile_at);
       break;
   }
   return uses;
@@ -106,6 +107,9 @@ class NestInverter {
     for (Stmt& s : body) {
       if (s.kind != Stmt::Kind::For || nests_.is_copy_nest(s)) {  // a copy nest runs as copies instead
         out.push_back(std::move(s));
+      } else if (const std::optional<Band> b = band(s)) {
+        out.push_back(banded(std::move(s), *b));
+        ++banded_;
       } else if (const std::optional<Runs> r = runs(s)) {
         out.push_back(read_linearly(s, r->base) ? linearised(std::move(s), *r) : by_rows(std::move(s), *r));
         ++flattened_;
@@ -136,9 +140,11 @@ class NestInverter {
     body = std::move(out);
   }
 
-  /// How many nests invert() flattened, and how many loops of rows it batched.
+  /// How many nests invert() flattened, how many loops of rows it batched, and how many loops
+  /// of micro-kernels it runs a band at a time.
   int flattened() const { return flattened_; }
   int batched() const { return batched_; }
+  int banded() const { return banded_; }
   /// Per loop it made of rows: its slot, the rows' length, whether its folds are per row.
   const std::vector<tier0::Rows>& rows() const { return rows_; }
 
@@ -284,8 +290,14 @@ class NestInverter {
   /// block loop then checks, block by block, that those offsets are distinct).
   bool flattenable(const Stmt& nest) const {
     if (nest.body.size() != 1 || nest.body[0].kind != Stmt::Kind::For) return false;
+    return !short_under(nest.body[0], nest) && flattens(nest);
+  }
+
+  /// Whether `nest`, a loop whose body is one loop, may run as one loop over both (flattened):
+  /// flattenable's conditions but the length of the outer loop.
+  bool flattens(const Stmt& nest) const {
     const Stmt& inner = nest.body[0];
-    if (((nests_.vars(inner.lo) | nests_.vars(inner.hi)) & bit(nest.slot)) != 0 || short_under(inner, nest)) return false;
+    if (((nests_.vars(inner.lo) | nests_.vars(inner.hi)) & bit(nest.slot)) != 0) return false;
     const std::optional<int64_t> n = upper(inner.hi);
     if (!n || *n > kShort || inner.body.empty()) return false;
     uint64_t stored = 0, read = 0;
@@ -345,6 +357,145 @@ class NestInverter {
     flat.body = std::move(inner.body);
     rows_.push_back({slot, n});
     return flat;
+  }
+
+  /// Micro-kernels per band (banded): a band of rows of the product, its tiles' epilogue
+  /// in blocks of whole rows.
+  static constexpr int64_t kBandTiles = 16;
+
+  /// A loop of micro-kernels, each followed by its tile's epilogue (Matmul::matmul,
+  /// lowering/kernel_matmul.cpp), that banded() may run a band at a time.
+  struct Band {
+    int64_t mr = 0, nr = 0;  ///< the tile's rows and columns
+    Id rows_left = kir::kNone;  ///< D: the product's rows left from micro-kernel 0's first
+    bool copies = false;        ///< the epilogue is a copy nest (else it runs flattened)
+  };
+
+  /// The coefficients of loop variables (slots) a and b in index expression e, where e is
+  /// built from them and invariants by Add, Sub and Mul by a constant.
+  std::optional<std::pair<int64_t, int64_t>> coefficients(Id e, int a, int b) const {
+    const Expr& x = k_.exprs[e];
+    if (x.kind == ExprKind::Var) return x.slot == a ? std::pair<int64_t, int64_t>{1, 0} : x.slot == b ? std::pair<int64_t, int64_t>{0, 1} : std::pair<int64_t, int64_t>{0, 0};
+    if ((nests_.vars(e) & (bit(a) | bit(b))) == 0) return std::pair<int64_t, int64_t>{0, 0};
+    if (x.kind != ExprKind::Index) return std::nullopt;
+    const auto l = coefficients(x.operands[0], a, b), r = coefficients(x.operands[1], a, b);
+    if (!l || !r) return std::nullopt;
+    switch (static_cast<kir::IndexOp>(x.op)) {
+      case kir::IndexOp::Add: return std::pair{l->first + r->first, l->second + r->second};
+      case kir::IndexOp::Sub: return std::pair{l->first - r->first, l->second - r->second};
+      case kir::IndexOp::Mul:
+        if (const auto c = b_.constant_value(x.operands[1])) return std::pair{l->first * *c, l->second * *c};
+        if (const auto c = b_.constant_value(x.operands[0])) return std::pair{r->first * *c, r->second * *c};
+        return std::nullopt;
+      default: return std::nullopt;
+    }
+  }
+
+  /// Whether `loop` is a loop of micro-kernels with their epilogue:
+  ///   for m in [0, U): matmul tile = ...; for r in [0, min(MR, D - MR m)): for j: stores S
+  /// where D and the columns' bounds are invariant in m and r, S reads the tile only at
+  /// r NR + j (the tile's r, j: NR its size over MR) and depends on m and r otherwise only
+  /// through MR m + r (the product's row), the epilogue stores nothing the micro-kernels
+  /// read, nothing else reads the tile, and the epilogue runs as copies or flattened.
+  std::optional<Band> band(const Stmt& loop) const {
+    if (!is_index(loop.lo, 0) || loop.body.size() != 2) return std::nullopt;
+    const Stmt& step = loop.body[0];
+    const Stmt& rows = loop.body[1];
+    if (step.kind != Stmt::Kind::Matmul || step.micro.tile_at != kir::kNone || rows.kind != Stmt::Kind::For ||
+        !is_index(rows.lo, 0) || rows.body.size() != 1 || rows.body[0].kind != Stmt::Kind::For) {
+      return std::nullopt;
+    }
+    const Stmt& cols = rows.body[0];
+    const int m = loop.slot, r = rows.slot, tile = step.micro.tile;
+    const uint64_t both = bit(m) | bit(r);
+    if (!innermost(cols) || ((nests_.vars(cols.lo) | nests_.vars(cols.hi)) & both) != 0) return std::nullopt;
+    const auto bound = operands(rows.hi, kir::IndexOp::Min);
+    if (!bound) return std::nullopt;
+    const auto [first, second] = *bound;
+    const std::optional<int64_t> mr = b_.constant_value(first);
+    const int64_t size = k_.locals[tile].size;
+    if (!mr || *mr <= 0 || size % *mr != 0 || coefficients(second, m, r) != std::pair<int64_t, int64_t>{-*mr, 0}) {
+      return std::nullopt;
+    }
+    const Band band{*mr, size / *mr, second, nests_.is_copy_nest(rows)};
+    uint64_t read = bit(step.micro.a) | bit(step.micro.b) | (step.micro.b_rows >= 0 ? bit(step.micro.b_rows) : 0);
+    for (Id e : direct_uses(step)) read |= nests_.loads(e);
+    uint64_t stored = 0;
+    std::vector<char> seen(k_.exprs.size(), 0);  // 1: through the row, 2: not
+    auto through_row = [&](auto&& self, Id e) -> bool {
+      if ((nests_.vars(e) & both) == 0 && (nests_.locals(e) & bit(tile)) == 0) return true;
+      if (seen[e] != 0) return seen[e] == 1;
+      const Expr& x = k_.exprs[e];
+      bool ok = false;
+      if (x.kind == ExprKind::Local && x.slot == tile) {
+        ok = !x.operands.empty() && coefficients(x.operands[0], m, r) == std::pair<int64_t, int64_t>{0, band.nr};
+      } else if (const auto c = x.kind == ExprKind::Index ? coefficients(e, m, r) : std::nullopt;
+                 c && c->first == band.mr * c->second) {
+        ok = true;  // a multiple of the row, plus invariants
+      } else if (x.kind != ExprKind::Var) {  // (m or r alone is not the row)
+        ok = std::all_of(x.operands.begin(), x.operands.end(), [&](Id o) { return self(self, o); });
+      }
+      seen[e] = ok ? 1 : 2;
+      return ok;
+    };
+    for (const Stmt& t : cols.body) {
+      if (t.kind != Stmt::Kind::Store) return std::nullopt;
+      for (size_t i = 0; i < t.values.size(); ++i) {
+        if (!through_row(through_row, t.offsets[i]) || !through_row(through_row, t.values[i])) return std::nullopt;
+        stored |= bit(t.buffers[i]);
+      }
+    }
+    if ((stored & read) != 0 || reads_local(k_.body, tile, &cols)) return std::nullopt;
+    if (!band.copies && !flattens(rows)) return std::nullopt;
+    return band;
+  }
+
+  /// Whether a statement of `stmts` other than the stores of `except` reads local `local`.
+  bool reads_local(const std::vector<Stmt>& stmts, int local, const Stmt* except) const {
+    for (const Stmt& s : stmts) {
+      if (&s == except) continue;
+      for (Id e : direct_uses(s)) {
+        if ((nests_.locals(e) & bit(local)) != 0) return true;
+      }
+      if (s.kind == Stmt::Kind::For && reads_local(s.body, local, except)) return true;
+    }
+    return false;
+  }
+
+  /// `loop` (band) a band of kBandTiles micro-kernels at a time, each into its place in a
+  /// tile array of the band, then the band's epilogue over its rows q (m = c B, r = q: the
+  /// same rows MR m + r, each reading the band at q NR + j):
+  ///   for c in [0, ceil(U / B)):
+  ///     for m' in [c B, min(c B + B, U)): matmul tile[(m' - c B) MR NR] = ...
+  ///     for q in [0, max(0, min(D(c B), MR min(B, U - c B)))): for j: S(c B, q)
+  /// The micro-kernels write nothing the epilogues read but their own tiles, and the
+  /// epilogues store nothing the micro-kernels read, so the band's order is the same result;
+  /// the rows q are the nest's (m, r) in its order. Where a tile's epilogue was one block of
+  /// at most MR rows, the band's runs in blocks of whole rows (flattened) or as one copy.
+  Stmt banded(Stmt loop, const Band& band) {
+    Stmt step = std::move(loop.body[0]), rows = std::move(loop.body[1]);
+    const int tile = step.micro.tile;
+    const Id zero = b_.index(0), tiles = b_.index(kBandTiles), count = loop.hi;
+    const auto [band_slot, c] = b_.new_var();
+    const Id first = b_.mul(c, tiles);
+    const auto [micro_slot, micro] = b_.new_var();
+    std::vector<Stmt> micro_body{std::move(step)};
+    b_.substitute(micro_body, {{loop.slot, micro}});
+    micro_body[0].micro.tile_at = b_.mul(b_.sub(micro, first), b_.index(band.mr * band.nr));
+    Stmt micros{.kind = Stmt::Kind::For, .slot = micro_slot, .lo = first, .hi = b_.min(b_.add(first, tiles), count)};
+    micros.body = std::move(micro_body);
+    std::vector<Stmt> left{Stmt{.kind = Stmt::Kind::For, .lo = band.rows_left, .hi = band.rows_left}};
+    b_.substitute(left, {{loop.slot, first}});  // D - MR c B
+    const Id band_rows = b_.mul(b_.index(band.mr), b_.min(tiles, b_.sub(count, first)));
+    const auto [q_slot, q] = b_.new_var();
+    Stmt epilogue{.kind = Stmt::Kind::For, .slot = q_slot, .lo = zero, .hi = b_.max(zero, b_.min(left[0].lo, band_rows))};
+    epilogue.body = std::move(rows.body);
+    b_.substitute(epilogue.body, {{loop.slot, first}, {rows.slot, q}});
+    b_.kernel().locals[static_cast<size_t>(tile)].size *= kBandTiles;
+    Stmt bands{.kind = Stmt::Kind::For, .slot = band_slot, .lo = zero, .hi = b_.ceil_div(count, tiles)};
+    bands.body.push_back(std::move(micros));
+    bands.body.push_back(band.copies ? std::move(epilogue) : flattened(std::move(epilogue)));
+    return bands;
   }
 
   /// Whether `nest` is a loop of rows that may run a batch of rows at a time, each of its
@@ -512,7 +663,7 @@ class NestInverter {
   kir::Builder& b_;  // new expressions go after their operands, as the program's analysis wants
   const kir::Kernel& k_;
   const CopyNests nests_;  // of the kernel as given
-  int flattened_ = 0, batched_ = 0;
+  int flattened_ = 0, batched_ = 0, banded_ = 0;
   std::vector<tier0::Rows> rows_;
 };
 
@@ -521,7 +672,7 @@ class NestInverter {
 Inverted invert_nests(kir::Builder& b) {
   NestInverter inverter(b);
   inverter.invert(b.kernel().body);
-  return {inverter.flattened(), inverter.batched(), inverter.rows()};
+  return {inverter.flattened(), inverter.batched(), inverter.banded(), inverter.rows()};
 }
 
 }  // namespace lazyjit::runtime::tier0

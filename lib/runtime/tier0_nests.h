@@ -132,6 +132,7 @@ class CopyNests {
 struct Inverted {
   int flattened = 0;  ///< nests flattened into one loop (a tile's rows, a slice in runs)
   int batched = 0;    ///< loops of rows run a batch of rows at a time
+  int banded = 0;     ///< loops of micro-kernels run a band at a time, then the band's epilogue
   std::vector<Rows> rows;
 };
 

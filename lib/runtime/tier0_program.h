@@ -145,6 +145,7 @@ struct Tier0Kernel::Program {
   std::vector<const Stmt*> copy_nest_stmts;  // the nests that run as copies (preparation only)
   int flattened = 0;                         // nests the inverter flattened (Tier0Kernel::shape)
   int batched = 0;                           // loops of rows it batched (Tier0Kernel::shape)
+  int banded = 0;                            // loops of micro-kernels it runs a band at a time
   std::vector<tier0::Rows> rows;             // the loops the inverter made of rows
   std::vector<Id> root_hoisted;
   std::vector<Step> root;

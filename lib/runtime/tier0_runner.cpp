@@ -180,8 +180,9 @@ class Runner {
           b = pack_rows(m, dtype, b_base);
           b_base = 0;
         }
+        const int64_t tile_at = m.tile_at == kir::kNone ? 0 : f_.index(m.tile_at);
         p_.table->matmul[static_cast<int>(dtype)](f_.buffer(m.a), rows, m.packed_a, b, b_base, f_.index(m.k),
-                                                  f_.local(m.tile));
+                                                  f_.local(m.tile) + tile_at * dtype_size(dtype));
         return 0;
       }
     }
