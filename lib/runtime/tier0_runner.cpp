@@ -75,7 +75,8 @@ class Runner {
         k_(f.p.k),
         ready_(k_.exprs.size()),
         affine_(k_.exprs.size()),
-        strides_(k_.exprs.size()),
+        lane_step_(k_.exprs.size()),
+        row_step_(k_.exprs.size()),
         in_place_(k_.exprs.size()),
         stored_over_of_(p_.loops.size()) {}
 
@@ -283,7 +284,7 @@ class Runner {
     } else {  // an affine Index value (the others are computed into their blocks)
       auto* o = reinterpret_cast<int64_t*>(out);
       const int64_t base = f_.index(e);
-      const Strides s = strides_[e];
+      const Strides s = strides_of(e);
       for_rows(n, [&](int64_t r, int64_t first, int64_t len) {
         for (int64_t i = 0; i < len; ++i) o[first + i] = base + s.row * r + s.lane * i;
       });
@@ -351,10 +352,10 @@ class Runner {
     const auto op = static_cast<kir::IndexOp>(e.op);
     if (affine_offset(x) && affine_offset(y)) {
       if (const std::optional<Strides> s = affine_strides(op, x, y, n)) {
-        eval(id);  // the base: lane 0's value
+        f_.regs[id] = static_cast<uint64_t>(index_op(op, f_.index(x), f_.index(y)));  // the base: lane 0's value
         ready_[id] = 0;
         affine_[id] = true;
-        strides_[id] = *s;
+        set_strides(id, *s);
         return;
       }
     }
@@ -440,7 +441,15 @@ class Runner {
 
   /// Whether index value `o` is affine over this block (else its lanes are in its block).
   bool affine_offset(Id o) const { return loop_->form[o] == Form::Uniform || affine_[o]; }
-  Strides strides_of(Id o) const { return loop_->form[o] == Form::Uniform ? Strides{} : strides_[o]; }
+  Strides strides_of(Id o) const {
+    return loop_->form[o] == Form::Uniform ? Strides{} : Strides{lane_step_[o], row_step_[o]};
+  }
+  // (Two arrays, each written and read 8 bytes at a time: a 16-byte copy of Strides that
+  // two 8-byte stores had just written stalled on store forwarding, block after block.)
+  void set_strides(Id o, Strides s) {
+    lane_step_[o] = s.lane;
+    row_step_[o] = s.row;
+  }
   /// Whether affine `o` steps by one stride over all n lanes of the block: one row, or rows
   /// that continue one another.
   bool one_stride(Id o, int64_t n) const {
@@ -597,7 +606,7 @@ class Runner {
     if (loop.var != kir::kNone) {
       f_.regs[loop.var] = static_cast<uint64_t>(start);
       affine_[loop.var] = true;
-      strides_[loop.var] = Strides{1, row_};
+      set_strides(loop.var, Strides{1, row_});
     }
     for (const BlockLoop::Statement& statement : loop.body) {
       for (Id e : statement.compute) compute(e, n);
@@ -695,8 +704,8 @@ class Runner {
   bool ready(Id e) const { return ready_[e] == (loop_->form[e] == Form::Uniform ? entry_epoch_ : block_epoch_); }
   void set_ready(Id e) { ready_[e] = loop_->form[e] == Form::Uniform ? entry_epoch_ : block_epoch_; }
   std::vector<uint64_t> ready_;
-  std::vector<bool> affine_;
-  std::vector<Strides> strides_;
+  std::vector<uint8_t> affine_;  // (bytes: a bit's read-modify-write per block costs)
+  std::vector<int64_t> lane_step_, row_step_;
   std::vector<const std::byte*> in_place_;  // per expression: its lanes where they lie (a load), or null
   uint64_t stored_over_ = 0;                // the running block loop's stored_over
   std::vector<std::optional<uint64_t>> stored_over_of_;  // per block loop, once known in this call
