@@ -567,21 +567,25 @@ TEST(TierZeroTest, ALoopOfRowsRunsInBatchesOfRows) {
 }
 
 /// A comparison of two index values affine over a block (a causal mask) is computed from
-/// their bases and strides: each of the six, with values that cross zero and a constant
-/// side, against the comparison in order; and one of an index value against data (a load),
-/// which is not affine, the same way.
+/// their bases and strides, as runs of equal lanes: each of the six, with values that cross
+/// zero and a constant side, against the comparison in order; an equality that no lane
+/// meets; one of values that wrap around (v 2^62), which has no runs to find; and one of an
+/// index value against data (a load), which is not affine, the same way.
 TEST(TierZeroTest, ComparisonsOfIndexValuesAreTheComparisonsInOrder) {
   const std::vector<ir::OpKind> ops = {ir::OpKind::Eq, ir::OpKind::Ne, ir::OpKind::Lt,
                                        ir::OpKind::Le, ir::OpKind::Gt, ir::OpKind::Ge};
   kir::Builder k;
   const int data = k.new_buffer(DType::Int64);
   std::vector<int> outs;
-  for (size_t i = 0; i <= ops.size(); ++i) outs.push_back(k.new_buffer(DType::Bool));
+  for (size_t i = 0; i <= ops.size() + 2; ++i) outs.push_back(k.new_buffer(DType::Bool));
+  constexpr int64_t kWrapping = int64_t{1} << 62;
   k.loop(k.begin(), k.end(), [&](kir::Id v) {
     const kir::Id rising = k.sub(k.mul(v, k.index(2)), k.index(9)), falling = k.sub(k.index(30), v);
     for (size_t i = 0; i < ops.size(); ++i) {
       k.store(outs[i], v, k.op(ops[i], DType::Bool, {rising, i % 2 == 0 ? falling : k.index(7)}));
     }
+    k.store(outs[ops.size()], v, k.op(ir::OpKind::Eq, DType::Bool, {rising, k.index(8)}));
+    k.store(outs[ops.size() + 1], v, k.op(ir::OpKind::Lt, DType::Bool, {k.mul(v, k.index(kWrapping)), falling}));
     k.store(outs.back(), v, k.op(ir::OpKind::Lt, DType::Bool, {k.load(data, v), rising}));
   });
   k.kernel().kind = "element";
@@ -603,6 +607,9 @@ TEST(TierZeroTest, ComparisonsOfIndexValuesAreTheComparisonsInOrder) {
         const uint8_t want = ran ? ir::semantics::apply_compare<int64_t>(ops[i], rising, other) : 2;
         ASSERT_EQ(got[i][static_cast<size_t>(v)], want) << "op " << i << " at " << v;
       }
+      ASSERT_EQ(got[ops.size()][static_cast<size_t>(v)], ran ? uint8_t{0} : 2) << "no lane equal, at " << v;
+      const auto wrapped = static_cast<int64_t>(static_cast<uint64_t>(v) * static_cast<uint64_t>(kWrapping));
+      ASSERT_EQ(got[ops.size() + 1][static_cast<size_t>(v)], ran ? uint8_t{wrapped < 30 - v} : 2) << "wrapping, at " << v;
       ASSERT_EQ(got.back()[static_cast<size_t>(v)], ran ? uint8_t{values[static_cast<size_t>(v)] < rising} : 2) << v;
     }
   }

@@ -1,6 +1,7 @@
 // Tier 0: the block interpreter that runs a prepared kernel (tier0_program.h).
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <optional>
 
 #include "lowering/internal_error.h"
@@ -514,26 +515,30 @@ class Runner {
   }
 
   /// Whether `e` is a comparison of two affine index values (a causal mask: a row's index
-  /// against a column's; a bounds check), then computed into `out` from their bases and
-  /// strides, neither materialised in a block.
+  /// against a column's; a one-hot's class against the column; a bounds check), then
+  /// computed into `out` from their bases and strides, neither materialised in a block.
   bool compare_affine(const Expr& e, uint8_t* out, int64_t n) {
     if (ir::op_info(static_cast<ir::OpKind>(e.op)).dtype_rule != ir::DTypeRule::Compare) return false;
     const Id x = e.operands[0], y = e.operands[1];
     if (k_.exprs[x].dtype != DType::Int64 || !affine_offset(x) || !affine_offset(y)) return false;
+    const auto op = static_cast<ir::OpKind>(e.op);
     const Strides sx = strides_of(x), sy = strides_of(y);
     const auto bx = static_cast<uint64_t>(f_.index(x)), by = static_cast<uint64_t>(f_.index(y));
     auto each = [&](auto compare) {
       for_rows(n, [&](int64_t r, int64_t first, int64_t len) {
         // Index arithmetic wraps (kir::IndexOp): the lanes' values in unsigned steps.
         const uint64_t ax = bx + static_cast<uint64_t>(sx.row * r), ay = by + static_cast<uint64_t>(sy.row * r);
-        for (int64_t j = 0; j < len; ++j) {
-          const auto lane = static_cast<uint64_t>(j);
-          out[first + j] = compare(static_cast<int64_t>(ax + static_cast<uint64_t>(sx.lane) * lane),
-                                   static_cast<int64_t>(ay + static_cast<uint64_t>(sy.lane) * lane));
+        auto lane = [&](int64_t j) {
+          const auto i = static_cast<uint64_t>(j);
+          return static_cast<uint8_t>(compare(static_cast<int64_t>(ax + static_cast<uint64_t>(sx.lane) * i),
+                                              static_cast<int64_t>(ay + static_cast<uint64_t>(sy.lane) * i)));
+        };
+        if (!compare_by_segments(op, ax, sx.lane, ay, sy.lane, len, lane, out + first)) {
+          for (int64_t j = 0; j < len; ++j) out[first + j] = lane(j);
         }
       });
     };
-    switch (static_cast<ir::OpKind>(e.op)) {
+    switch (op) {
       case ir::OpKind::Eq: each([](int64_t a, int64_t b) { return a == b; }); break;
       case ir::OpKind::Ne: each([](int64_t a, int64_t b) { return a != b; }); break;
       case ir::OpKind::Lt: each([](int64_t a, int64_t b) { return a < b; }); break;
@@ -542,6 +547,39 @@ class Runner {
       case ir::OpKind::Ge: each([](int64_t a, int64_t b) { return a >= b; }); break;
       default: return false;
     }
+    return true;
+  }
+
+  /// A row's comparison of a + sa j against b + sb j for j < len as at most three runs of
+  /// equal lanes (`lane(j)`: the comparison at j), where neither side wraps over the row:
+  /// their difference is then linear in j, so an ordering changes value at most once (found
+  /// by bisection) and an equality holds at one lane, all or none. A causal mask's row of
+  /// 64 costs a few comparisons and two fills instead of 64 comparisons.
+  template <class Lane>
+  static bool compare_by_segments(ir::OpKind op, uint64_t a, int64_t sa, uint64_t b, int64_t sb, int64_t len,
+                                  const Lane& lane, uint8_t* out) {
+    using Wide = __int128;
+    auto fits = [&](uint64_t base, int64_t step) {
+      const Wide last = static_cast<Wide>(static_cast<int64_t>(base)) + static_cast<Wide>(step) * (len - 1);
+      return last >= std::numeric_limits<int64_t>::min() && last <= std::numeric_limits<int64_t>::max();
+    };
+    if (len <= 0 || !fits(a, sa) || !fits(b, sb)) return false;
+    const uint8_t head = lane(0);
+    if (op == ir::OpKind::Eq || op == ir::OpKind::Ne) {
+      const Wide d = static_cast<Wide>(static_cast<int64_t>(a)) - static_cast<int64_t>(b), k = static_cast<Wide>(sa) - sb;
+      const uint8_t apart = op == ir::OpKind::Ne;  // the value where the sides differ
+      std::memset(out, k == 0 ? head : apart, static_cast<size_t>(len));
+      if (k != 0 && d % k == 0 && -d / k >= 0 && -d / k < len) out[static_cast<int64_t>(-d / k)] = lane(static_cast<int64_t>(-d / k));
+      return true;
+    }
+    int64_t lo = 0, hi = len;  // lane(j) == head for j < lo; the first other lane is in [lo, hi]
+    while (lo + 1 < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (lane(mid) == head) lo = mid;
+      else hi = mid;
+    }
+    std::memset(out, head, static_cast<size_t>(hi));
+    std::memset(out + hi, head ^ 1, static_cast<size_t>(len - hi));
     return true;
   }
 
