@@ -325,29 +325,36 @@ TEST(TierZeroTest, MicroKernelsRunABandAtATimeBeforeTheirEpilogues) {
 /// statements read the element only at its linear index (w = w - 0.5 g over rows of 3: an
 /// optimiser's update of a narrow weight) reads it there; one that reads the column alone (a
 /// bias broadcast down the rows) reads it as the remainder of that index by n, each block
-/// holding whole runs as its rows.
+/// holding whole runs as its rows. A kernel of n iterations in runs of n is one run, whose
+/// column is the linear index: a 1-D parameter's update in place, which reads w at the
+/// column and stores it at run n + column, the same element, runs a block at a time.
 TEST(TierZeroTest, ShortRunsReadAtTheLinearIndexRunAsOneLoop) {
-  for (const bool by_column : {false, true}) {
+  enum class Read { Linear, Column, OneRun };
+  for (const Read read_at : {Read::Linear, Read::Column, Read::OneRun}) {
     kir::Builder k;
     const int w = k.new_buffer(DType::Float32), g = k.new_buffer(DType::Float32);
     const kir::Id n = k.dim(k.new_dim());
     k.loop(k.div(k.begin(), n), k.ceil_div(k.end(), n), [&](kir::Id run) {  // as KernelContext::for_runs
       const kir::Id base = k.mul(run, n);
       k.loop(k.max(k.sub(k.begin(), base), k.index(0)), k.min(k.sub(k.end(), base), n), [&](kir::Id j) {
-        const kir::Id at = k.add(base, j);
-        const kir::Id step = k.op(ir::OpKind::Mul, DType::Float32, {k.load(g, by_column ? j : at), k.float_constant(DType::Float32, 0.5)});
-        k.store(w, at, k.op(ir::OpKind::Sub, DType::Float32, {k.load(w, at), step}));
+        const kir::Id at = k.add(base, j), read = read_at == Read::Linear ? at : j;
+        const kir::Id step = k.op(ir::OpKind::Mul, DType::Float32, {k.load(g, read), k.float_constant(DType::Float32, 0.5)});
+        k.store(w, at, k.op(ir::OpKind::Sub, DType::Float32, {k.load(w, read_at == Read::OneRun ? j : at), step}));
       });
     });
     k.kernel().kind = "element";
-    k.kernel().count = k.index(1);
+    k.kernel().count = read_at == Read::OneRun ? n : k.index(1);
     k.kernel().work = k.index(1);
     const runtime::Tier0Kernel kernel(k.take());
     EXPECT_EQ(kernel.shape().flattened, 1);
+    EXPECT_EQ(kernel.shape().in_order, 0);
     struct Slice {
       int64_t n, begin, end;
     };
-    for (const Slice& s : {Slice{3, 0, 21}, Slice{3, 2, 20}, Slice{3, 4, 5}, Slice{1, 0, 21}, Slice{3, 7, 7}, Slice{21, 5, 17}}) {
+    const std::vector<Slice> slices = read_at == Read::OneRun
+        ? std::vector<Slice>{{21, 0, 21}, {21, 2, 20}, {21, 20, 21}, {21, 5, 5}, {1, 0, 1}}
+        : std::vector<Slice>{{3, 0, 21}, {3, 2, 20}, {3, 4, 5}, {1, 0, 21}, {3, 7, 7}, {21, 5, 17}};
+    for (const Slice& s : slices) {
       std::vector<float> weights(21), grads(21);
       for (size_t i = 0; i < 21; ++i) {
         weights[i] = static_cast<float>(i);
@@ -356,7 +363,7 @@ TEST(TierZeroTest, ShortRunsReadAtTheLinearIndexRunAsOneLoop) {
       void* args[] = {weights.data(), grads.data()};
       ASSERT_EQ(kernel.run(args, &s.n, s.begin, s.end), 0);
       for (int64_t i = 0; i < 21; ++i) {
-        const float read = grads[static_cast<size_t>(by_column ? i % s.n : i)];
+        const float read = grads[static_cast<size_t>(read_at == Read::Column ? i % s.n : i)];
         const float want = i >= s.begin && i < s.end ? static_cast<float>(i) - read * 0.5f : static_cast<float>(i);
         ASSERT_EQ(weights[static_cast<size_t>(i)], want) << "runs of " << s.n << ", slice " << s.begin << ".." << s.end << ", " << i;
       }

@@ -376,6 +376,7 @@ Tier0Kernel& Tier0Kernel::operator=(Tier0Kernel&&) noexcept = default;
 
 Tier0Kernel::Shape Tier0Kernel::shape() const {
   Shape shape{.flattened = program_->flattened, .batched = program_->batched, .banded = program_->banded};
+  for (const tier0::BlockLoop& loop : program_->loops) shape.in_order += loop.block == 1 ? 1 : 0;
   for (const tier0::CopyNest& nest : program_->copy_nests) {
     for (const tier0::CopyNest::Inner& inner : nest.inners) shape.copies += static_cast<int>(inner.copies.size());
   }

@@ -111,7 +111,8 @@ class NestInverter {
         out.push_back(banded(std::move(s), *b));
         ++banded_;
       } else if (const std::optional<Runs> r = runs(s)) {
-        out.push_back(read_linearly(s, r->base) ? linearised(std::move(s), *r) : by_rows(std::move(s), *r));
+        const bool linear = r->one || read_linearly(s, r->base);
+        out.push_back(linear ? linearised(std::move(s), *r) : by_rows(std::move(s), *r));
         ++flattened_;
       } else if (flattenable(s)) {
         out.push_back(flattened(std::move(s)));
@@ -201,6 +202,10 @@ class NestInverter {
   struct Runs {
     Id n, base;  ///< the run length, run n
     Id lo, hi;   ///< the slice; hi is lo where the runs are empty (m = 0 < n)
+    /// The slice is [Begin, End) of a kernel of n iterations: one run, run 0, so j is the
+    /// linear index (a 1-D parameter's update, whose operands read j and whose result
+    /// stores run n + j: the same element, which tier 0 must see to run it a block at a time).
+    bool one = false;
   };
   std::optional<Runs> runs(const Stmt& nest) {
     if (nest.body.size() != 1 || nest.body[0].kind != Stmt::Kind::For || !innermost(nest.body[0])) return std::nullopt;
@@ -233,7 +238,8 @@ class NestInverter {
     if (((nests_.vars(from->first) | nests_.vars(end)) & both) != 0) return std::nullopt;
     // Runs of length 0 under n = max(0, 1) store nothing, whatever the slice says.
     const Id stop = n == length ? end : b_.add(from->first, b_.mul(b_.sub(end, from->first), b_.min(length, b_.index(1))));
-    return Runs{n, base, from->first, stop};
+    const bool one = is(from->first, ExprKind::Begin) && is(end, ExprKind::End) && k_.count == n;
+    return Runs{n, base, from->first, stop, one};
   }
 
   /// Whether the statements of runs `nest` (base: run n) read run and j only through run n + j
