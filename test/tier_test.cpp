@@ -152,6 +152,38 @@ TEST(TierZeroTest, BroadcastConstantsSurviveOnlyTheirOwnLoopsReentry) {
   }
 }
 
+/// A loop entered again, row after row, over as many lanes, keeps its broadcasts only while
+/// their values stay: here each row's scale is the row's own (a value of the outer loop),
+/// beside a constant, in rows of 1, 5 and 300 elements.
+TEST(TierZeroTest, ABroadcastIsKeptAcrossEntriesOnlyWhileItsValueStays) {
+  kir::Builder k;
+  const int in = k.new_buffer(DType::Float32), out = k.new_buffer(DType::Float32);
+  const kir::Id width = k.dim(k.new_dim());
+  k.loop(k.begin(), k.end(), [&](kir::Id row) {
+    const kir::Id scale = k.convert(k.rem(row, k.index(3)), DType::Float32);  // 0, 1, 2, 0, ...
+    k.loop(k.index(0), width, [&](kir::Id j) {
+      const kir::Id at = k.add(k.mul(row, width), j);
+      const kir::Id scaled = k.op(ir::OpKind::Mul, DType::Float32, {k.load(in, at), scale});
+      k.store(out, at, k.op(ir::OpKind::Add, DType::Float32, {scaled, k.float_constant(DType::Float32, 0.5)}));
+    });
+  });
+  k.kernel().kind = "row";
+  k.kernel().count = k.index(7);
+  k.kernel().work = width;
+  const runtime::Tier0Kernel kernel(k.take());
+  for (const int64_t n : {1, 5, 300}) {
+    std::vector<float> x = ramp(7 * n, 0.5f), y(static_cast<size_t>(7 * n), 0);
+    void* args[] = {x.data(), y.data()};
+    ASSERT_EQ(kernel.run(args, &n, 0, 7), 0);
+    for (int64_t r = 0; r < 7; ++r) {
+      for (int64_t j = 0; j < n; ++j) {
+        const size_t at = static_cast<size_t>(r * n + j);
+        ASSERT_EQ(y[at], x[at] * static_cast<float>(r % 3) + 0.5f) << "rows of " << n << ": " << r << " " << j;
+      }
+    }
+  }
+}
+
 /// Packs of B in panels of 4 columns (out[p][k][j] = B(k, 4p + j), zeros past the last
 /// column) from B and from a transposed B: nests that only copy, at offsets affine in both
 /// loops' variables, run as one strided copy (or fill) per store, with the values the nest
@@ -366,6 +398,59 @@ TEST(TierZeroTest, ShortRunsReadAtTheLinearIndexRunAsOneLoop) {
         const float read = grads[static_cast<size_t>(read_at == Read::Column ? i % s.n : i)];
         const float want = i >= s.begin && i < s.end ? static_cast<float>(i) - read * 0.5f : static_cast<float>(i);
         ASSERT_EQ(weights[static_cast<size_t>(i)], want) << "runs of " << s.n << ", slice " << s.begin << ".." << s.end << ", " << i;
+      }
+    }
+  }
+}
+
+/// A loop of rows that accumulates each row into the same elements (a bias's gradient, a
+/// sum over the batch: B[j] = B[j] + 2 x[i][j]; and a running maximum) runs a batch of rows
+/// at a time, x computed for the batch and combined into B row by row: the same sums, bit
+/// for bit, as row after row, for columns that fill a block many times over, once, or not at
+/// all (1, 3, 64, 1500) and no rows; columns [a, b) of the rows, as a thread's share.
+TEST(TierZeroTest, ALoopOfRowsAccumulatingIntoColumnsRunsInBatchesOfRows) {
+  for (const ir::OpKind combine : {ir::OpKind::Add, ir::OpKind::Maximum}) {
+    kir::Builder k;
+    const int acc = k.new_buffer(DType::Float32), x = k.new_buffer(DType::Float32);
+    const kir::Id rows = k.dim(k.new_dim()), width = k.dim(k.new_dim()), a = k.dim(k.new_dim()), b = k.dim(k.new_dim());
+    k.loop(k.begin(), k.end(), [&](kir::Id) {
+      k.loop(k.index(0), rows, [&](kir::Id i) {
+        k.loop(a, b, [&](kir::Id j) {
+          const kir::Id twice = k.op(ir::OpKind::Mul, DType::Float32,
+                                     {k.load(x, k.add(k.mul(i, width), j)), k.float_constant(DType::Float32, 2.0)});
+          k.store(acc, j, k.op(combine, DType::Float32, {k.load(acc, j), twice}));
+        });
+      });
+    });
+    k.kernel().kind = "row";
+    k.kernel().count = k.index(1);
+    k.kernel().work = k.index(1);
+    const runtime::Tier0Kernel kernel(k.take());
+    EXPECT_EQ(kernel.shape().batched, 1);
+    EXPECT_EQ(kernel.shape().in_order, 0);
+    struct Case {
+      int64_t rows, width, a, b;
+    };
+    for (const Case& c : {Case{300, 64, 0, 64}, Case{300, 64, 5, 40}, Case{7, 3, 0, 3}, Case{2000, 1, 0, 1},
+                          Case{5, 1500, 0, 1500}, Case{0, 5, 0, 5}, Case{9, 5, 2, 2}}) {
+      std::vector<float> values(static_cast<size_t>(c.rows * c.width));
+      for (size_t i = 0; i < values.size(); ++i) values[i] = 0.1f * static_cast<float>((i * 7919) % 1000) - 50.0f;
+      std::vector<float> got(static_cast<size_t>(c.width)), want(static_cast<size_t>(c.width));
+      for (int64_t j = 0; j < c.width; ++j) got[static_cast<size_t>(j)] = want[static_cast<size_t>(j)] = 0.5f * static_cast<float>(j);
+      for (int64_t i = 0; i < c.rows; ++i) {
+        for (int64_t j = c.a; j < c.b; ++j) {
+          float& w = want[static_cast<size_t>(j)];
+          const float v = values[static_cast<size_t>(i * c.width + j)] * 2.0f;
+          const float operands[] = {w, v};
+          w = ir::semantics::apply_same<float>(combine, operands);
+        }
+      }
+      void* args[] = {got.data(), values.data()};
+      const int64_t dims[] = {c.rows, c.width, c.a, c.b};
+      ASSERT_EQ(kernel.run(args, dims, 0, 1), 0);
+      for (int64_t j = 0; j < c.width; ++j) {
+        ASSERT_EQ(got[static_cast<size_t>(j)], want[static_cast<size_t>(j)])
+            << ir::op_name(combine) << ", " << c.rows << " rows of " << c.width << ", columns " << c.a << ".." << c.b << ": " << j;
       }
     }
   }

@@ -172,6 +172,7 @@ int Program::build_block_loop(const Stmt& s, int depth, const std::vector<bool>&
     if (r.slot != s.slot) continue;
     loop.row = r.length;
     loop.fold_rows = r.fold_rows;
+    loop.accumulate = r.accumulate;
   }
   if (loop.row != kir::kNone) uses.push_back(loop.row);  // read at the loop's entry
   const std::vector<Id> needed = closure(uses, computed);
@@ -226,8 +227,11 @@ int Program::build_block_loop(const Stmt& s, int depth, const std::vector<bool>&
   // distinct (loop.distinct, checked per block), else one lane at a time.
   bool in_order = false;
   const bool one_store = s.body.size() == 1 && s.body[0].kind == Stmt::Kind::Store;
+  // An accumulating loop reads B[o] only as its store's combine does, row by row in order.
+  const Id accumulated = loop.accumulate ? k.exprs[s.body[0].values[0]].operands[0] : kir::kNone;
   for (Id e : needed) {
     const Expr& x = k.exprs[e];
+    if (e == accumulated) continue;
     if (x.kind == ExprKind::Local && (written.locals & bit(x.slot)) != 0) in_order = true;
     if (x.kind != ExprKind::Load || (written.buffers & bit(x.slot)) == 0) continue;
     const Id offset = x.operands[0];
@@ -280,7 +284,11 @@ int Program::build_block_loop(const Stmt& s, int depth, const std::vector<bool>&
   }
   for (const Stmt& t : s.body) {
     BlockLoop::Statement statement{&t, {}};
-    statement.compute = closure(direct_uses(t), have);
+    if (loop.accumulate) {  // the offset and x; the runner combines them into B itself
+      statement.compute = closure({t.offsets[0], k.exprs[t.values[0]].operands[1]}, have);
+    } else {
+      statement.compute = closure(direct_uses(t), have);
+    }
     for (Id e : statement.compute) have[e] = true;
     const Writes w = direct_writes(t);
     for (Id e : all) {

@@ -110,6 +110,9 @@ class NestInverter {
       } else if (const std::optional<Band> b = band(s)) {
         out.push_back(banded(std::move(s), *b));
         ++banded_;
+      } else if (accumulates(s)) {
+        out.push_back(accumulated(std::move(s)));
+        ++batched_;
       } else if (const std::optional<Runs> r = runs(s)) {
         const bool linear = r->one || read_linearly(s, r->base);
         out.push_back(linear ? linearised(std::move(s), *r) : by_rows(std::move(s), *r));
@@ -502,6 +505,54 @@ class NestInverter {
     bands.body.push_back(std::move(micros));
     bands.body.push_back(band.copies ? std::move(epilogue) : flattened(std::move(epilogue)));
     return bands;
+  }
+
+  /// Whether `nest` is a loop of rows that accumulates each row into the same elements (a
+  /// sum over a dim that is not the innermost: a bias's gradient, a norm's over the batch):
+  ///   for i in [lo, hi): for j in [a, b): B[o] = op(B[o], x)
+  /// with a, b and o invariant in i and reading no memory, op an elementwise operation of
+  /// two operands, and x reading nothing the nest stores. Row by row, each element of B is
+  /// combined with the rows' values in their order; a tier-0 block per row paid its fixed
+  /// cost per row of j.
+  bool accumulates(const Stmt& nest) const {
+    if (nest.body.size() != 1 || nest.body[0].kind != Stmt::Kind::For || !innermost(nest.body[0])) return false;
+    const Stmt& inner = nest.body[0];
+    const uint64_t row = bit(nest.slot);
+    if (((nests_.vars(inner.lo) | nests_.vars(inner.hi)) & row) != 0 || (nests_.loads(inner.lo) | nests_.loads(inner.hi)) != 0) {
+      return false;
+    }
+    if (inner.body.size() != 1 || inner.body[0].kind != Stmt::Kind::Store || inner.body[0].values.size() != 1) return false;
+    const Stmt& store = inner.body[0];
+    const Id o = store.offsets[0];
+    const Expr& value = k_.exprs[store.values[0]];
+    if ((nests_.vars(o) & row) != 0 || nests_.loads(o) != 0 || value.kind != ExprKind::Op || value.operands.size() != 2) return false;
+    if (ir::op_info(static_cast<ir::OpKind>(value.op)).dtype_rule != ir::DTypeRule::Same) return false;
+    const Expr& acc = k_.exprs[value.operands[0]];
+    const uint64_t stored = bit(store.buffers[0]);
+    return acc.kind == ExprKind::Load && acc.slot == store.buffers[0] && acc.operands[0] == o &&
+           (nests_.loads(value.operands[1]) & stored) == 0;
+  }
+
+  /// `nest` (accumulates) in batches of R rows, R = max(1, kBlock / n) for rows of n:
+  ///   for c in [0, ceil((hi - lo) / R)): for w in [0, min(R, hi - lo - c R) n):
+  ///     B[o] = op(B[o], x) at i = lo + c R + w / n, j = a + w % n
+  /// whose block loop computes x for the batch and combines it into B row by row
+  /// (BlockLoop::accumulate).
+  Stmt accumulated(Stmt nest) {
+    Stmt inner = std::move(nest.body[0]);
+    const Id zero = b_.index(0), one = b_.index(1);
+    const Id n = b_.max(b_.sub(inner.hi, inner.lo), zero), m = b_.max(b_.sub(nest.hi, nest.lo), zero);
+    const Id rows = b_.max(one, b_.div(b_.index(Tier0Kernel::kBlock), b_.max(n, one)));
+    const auto [batch_slot, batch] = b_.new_var();
+    const Id first = b_.mul(batch, rows);
+    const auto [slot, w] = b_.new_var();
+    b_.substitute(inner.body, {{nest.slot, b_.add(b_.add(nest.lo, first), b_.div(w, n))}, {inner.slot, b_.add(inner.lo, b_.rem(w, n))}});
+    Stmt flat{.kind = Stmt::Kind::For, .slot = slot, .lo = zero, .hi = b_.mul(b_.min(rows, b_.sub(m, first)), n)};
+    flat.body = std::move(inner.body);
+    rows_.push_back({slot, n, /*fold_rows=*/false, /*accumulate=*/true});
+    Stmt batches{.kind = Stmt::Kind::For, .slot = batch_slot, .lo = zero, .hi = b_.ceil_div(m, rows)};
+    batches.body.push_back(std::move(flat));
+    return batches;
   }
 
   /// Whether `nest` is a loop of rows that may run a batch of rows at a time, each of its

@@ -47,11 +47,14 @@ enum class Form : uint8_t {
 };
 
 /// A loop NestInverter made of rows of another loop nest: its slot, the rows' length (an
-/// expression invariant in it), and whether it folds per row (a batch of a loop of rows).
+/// expression invariant in it), whether it folds per row (a batch of a loop of rows), and
+/// whether its one store accumulates each row into the same elements (a batch of a loop of
+/// rows summed into columns: NestInverter::accumulated).
 struct Rows {
   int slot = -1;
   Id length = kir::kNone;
   bool fold_rows = false;
+  bool accumulate = false;
 };
 
 /// One innermost loop run a block at a time.
@@ -70,6 +73,10 @@ struct BlockLoop {
   /// A batch of a loop of rows (NestInverter::batched): a fold into an array element per
   /// row combines each row's lanes in one call, as the row's own block did.
   bool fold_rows = false;
+  /// A batch of a loop of rows whose one store is B[o] = op(B[o], x) with o the same for
+  /// every row (NestInverter::accumulated): x is computed for the block, then each row is
+  /// combined into B in order, one block function call per row.
+  bool accumulate = false;
   std::vector<Form> form;   ///< per expression the loop uses
   std::vector<int> slot;    ///< per expression: its block in the scratch, or -1
   int slots = 0;

@@ -79,6 +79,7 @@ class Runner {
         lane_step_(k_.exprs.size()),
         row_step_(k_.exprs.size()),
         in_place_(k_.exprs.size()),
+        broadcast_(k_.exprs.size()),
         stored_over_of_(p_.loops.size()) {}
 
   /// One expression's scalar value into its register.
@@ -274,14 +275,19 @@ class Runner {
     return f_.blocks + static_cast<size_t>(loop_->slot[e]) * static_cast<size_t>(width_) * 8;
   }
 
-  /// `e` as an array of the block's n lanes: Uniform values broadcast (once per loop entry),
-  /// affine Index values materialised (once per block).
+  /// `e` as an array of the block's n lanes: Uniform values broadcast (once per loop entry,
+  /// or not at all where its block still holds the value), affine Index values materialised
+  /// (once per block).
   const std::byte* lanes(Id e, int64_t n) {
     std::byte* out = block(e);
     if (ready(e)) return in_place_[e] != nullptr ? in_place_[e] : out;
     set_ready(e);
     if (loop_->form[e] == Form::Uniform) {
-      by_size<Broadcast>(dtype_size(k_.exprs[e].dtype), out, static_cast<const void*>(f_.reg(e)), width_);
+      Broadcasted& b = broadcast_[e];
+      if (b.epoch != scratch_epoch_ || b.bits != f_.regs[e]) {
+        by_size<Broadcast>(dtype_size(k_.exprs[e].dtype), out, static_cast<const void*>(f_.reg(e)), width_);
+        b = {scratch_epoch_, f_.regs[e]};
+      }
     } else {  // an affine Index value (the others are computed into their blocks)
       auto* o = reinterpret_cast<int64_t*>(out);
       const int64_t base = f_.index(e);
@@ -630,6 +636,11 @@ class Runner {
     width_ = std::min(step, hi - lo);
     row_ = rows ? row : width_;
     entry_epoch_ = ++clock_;  // broadcasts are filled on first use
+    if (&loop != filled_loop_ || width_ != filled_width_) {  // another loop's blocks, or other places
+      ++scratch_epoch_;
+      filled_loop_ = &loop;
+      filled_width_ = width_;
+    }
     for (int64_t start = lo; start < hi;) {
       const int64_t n = std::min(rows ? step - start % step : step, hi - start);
       if (const int32_t status = run_block(loop, start, n); status != 0) return status;
@@ -678,6 +689,10 @@ class Runner {
   int32_t block_statement(const Stmt& s, int64_t n) {
     switch (s.kind) {
       case Stmt::Kind::Store:
+        if (loop_->accumulate) {
+          accumulate(s, n);
+          return 0;
+        }
         for (size_t i = 0; i < s.values.size(); ++i) {
           write(f_.buffer(s.buffers[i]), k_.buffers[s.buffers[i]].dtype, s.offsets[i], s.values[i], n);
         }
@@ -728,6 +743,32 @@ class Runner {
     }
   }
 
+  /// The store B[o] = op(B[o], x) of an accumulating loop (BlockLoop::accumulate): x for
+  /// the whole block, then each row combined into B in order (one call of op's block
+  /// function per row where o runs along it, else one per lane): the same elements, each
+  /// combined with the rows' values in the rows' order.
+  void accumulate(const Stmt& s, int64_t n) {
+    const Id value = s.values[0], offset = s.offsets[0];
+    const tier0::BlockFn combine = p_.fn[value];
+    const int64_t size = dtype_size(k_.exprs[value].dtype);
+    std::byte* base = f_.buffer(s.buffers[0]);
+    const std::byte* x = lanes(k_.exprs[value].operands[1], n);
+    if (affine_offset(offset) && strides_of(offset).lane == 1) {
+      const Strides st = strides_of(offset);
+      for_rows(n, [&](int64_t r, int64_t first, int64_t len) {
+        std::byte* at = base + (f_.index(offset) + st.row * r) * size;
+        const void* operands[] = {at, x + first * size};
+        combine(operands, at, len);
+      });
+      return;
+    }
+    const auto* at = reinterpret_cast<const int64_t*>(lanes(offset, n));
+    for (int64_t i = 0; i < n; ++i) {
+      const void* operands[] = {base + at[i] * size, x + i * size};
+      combine(operands, base + at[i] * size, 1);
+    }
+  }
+
   Frame& f_;
   const Program& p_;
   const kir::Kernel& k_;
@@ -748,6 +789,16 @@ class Runner {
   uint64_t stored_over_ = 0;                // the running block loop's stored_over
   std::vector<std::optional<uint64_t>> stored_over_of_;  // per block loop, once known in this call
   uint64_t clock_ = 0, entry_epoch_ = 0, block_epoch_ = 0;
+  // A loop entered again (a loop of rows, a batch at a time) finds its broadcasts where it
+  // left them, unless another block loop ran in between or its blocks moved (another width):
+  // per Uniform expression, the scratch epoch and the value of its broadcast.
+  struct Broadcasted {
+    uint64_t epoch = 0, bits = 0;
+  };
+  std::vector<Broadcasted> broadcast_;
+  uint64_t scratch_epoch_ = 1;
+  const BlockLoop* filled_loop_ = nullptr;
+  int64_t filled_width_ = 0;
 };
 
 /// The calling thread's scratch, reused across calls: registers, locals, blocks (64-byte
