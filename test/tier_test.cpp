@@ -456,6 +456,51 @@ TEST(TierZeroTest, ALoopOfRowsAccumulatingIntoColumnsRunsInBatchesOfRows) {
   }
 }
 
+/// In a loop of rows (runs of n, as KernelContext::for_runs), what depends on the row alone
+/// (a row's scale loaded at the run's index, its square root, a bool flag of the row and a
+/// select on it) is computed once per row and spread along it: the same values as lane by
+/// lane, for rows of 1, 3 and 40 and slices that cut rows at both ends.
+TEST(TierZeroTest, ValuesOfTheRowAloneAreComputedOncePerRow) {
+  kir::Builder k;
+  const int x = k.new_buffer(DType::Float32), scale = k.new_buffer(DType::Float32), flag = k.new_buffer(DType::Bool);
+  const int y = k.new_buffer(DType::Float32);
+  const kir::Id n = k.dim(k.new_dim());
+  k.loop(k.div(k.begin(), n), k.ceil_div(k.end(), n), [&](kir::Id run) {
+    const kir::Id base = k.mul(run, n);
+    k.loop(k.max(k.sub(k.begin(), base), k.index(0)), k.min(k.sub(k.end(), base), n), [&](kir::Id j) {
+      const kir::Id at = k.add(base, j);
+      const kir::Id root = k.op(ir::OpKind::Sqrt, DType::Float32, {k.load(scale, run)});
+      const kir::Id shift = k.select(k.load(flag, run), k.float_constant(DType::Float32, 1.0), k.float_constant(DType::Float32, -2.0));
+      const kir::Id scaled = k.op(ir::OpKind::Mul, DType::Float32, {k.load(x, at), root});
+      k.store(y, at, k.op(ir::OpKind::Add, DType::Float32, {scaled, shift}));
+    });
+  });
+  k.kernel().kind = "element";
+  k.kernel().count = k.index(1);
+  k.kernel().work = k.index(1);
+  const runtime::Tier0Kernel kernel(k.take());
+  for (const int64_t width : {1, 3, 40}) {
+    const int64_t rows = 2000 / width + 1, total = rows * width;
+    const std::vector<float> values = ramp(total, 0.25f);
+    std::vector<float> scales(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) scales[static_cast<size_t>(r)] = 0.5f * static_cast<float>(r % 7) + 0.25f;
+    std::vector<uint8_t> flags(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) flags[static_cast<size_t>(r)] = static_cast<uint8_t>(r % 3 == 1 ? 7 : 0);
+    for (const auto& [begin, end] : std::vector<std::pair<int64_t, int64_t>>{{0, total}, {width / 2 + 1, total - 1}}) {
+      std::vector<float> got(static_cast<size_t>(total), -9.0f);
+      void* args[] = {const_cast<float*>(values.data()), const_cast<float*>(scales.data()), flags.data(), got.data()};
+      ASSERT_EQ(kernel.run(args, &width, begin, end), 0);
+      for (int64_t i = 0; i < total; ++i) {
+        const int64_t r = i / width;
+        const float want = i >= begin && i < end ? values[static_cast<size_t>(i)] * std::sqrt(scales[static_cast<size_t>(r)]) +
+                                                       (flags[static_cast<size_t>(r)] != 0 ? 1.0f : -2.0f)
+                                                 : -9.0f;
+        ASSERT_EQ(got[static_cast<size_t>(i)], want) << "rows of " << width << ", slice " << begin << ".." << end << ": " << i;
+      }
+    }
+  }
+}
+
 /// A copy loop: an innermost loop of copies under a loop whose offsets are not affine (the
 /// heads of attention put back together: out[(r % 3) * 4 * n + (r / 3) * n + j] = in[r * n +
 /// j], a run of n per row r). Tier 0 runs each run as one copy, for any slice of the rows.

@@ -206,6 +206,25 @@ int Program::build_block_loop(const Stmt& s, int depth, const std::vector<bool>&
       loop.divisor_rows = true;
     }
   }
+  // In a loop of rows, what reads the variable only through its row (w / row) is the same
+  // along each row: an operation or a load of such values is computed once per row.
+  if (loop.row != kir::kNone && loop.var != kir::kNone) {
+    std::vector<char> along_row(n, 0);  // varying, the same along a row
+    auto same_along = [&](Id o) { return !varying[o] || along_row[o] != 0; };
+    for (Id e : needed) {
+      if (!varying[e]) continue;
+      const Expr& x = k.exprs[e];
+      if (x.kind == ExprKind::Index && static_cast<kir::IndexOp>(x.op) == kir::IndexOp::Div && x.operands[0] == loop.var &&
+          x.operands[1] == loop.row) {
+        along_row[e] = 1;
+      } else if ((x.kind == ExprKind::Index || x.kind == ExprKind::Op || x.kind == ExprKind::Load ||
+                  (x.kind == ExprKind::Local && !x.operands.empty())) &&
+                 !reads_written(e) && std::all_of(x.operands.begin(), x.operands.end(), same_along)) {
+        along_row[e] = 1;
+      }
+      if (along_row[e] != 0 && loop.form[e] == Form::Block) loop.form[e] = Form::Row;
+    }
+  }
 
   // A loop that reads what it writes runs in order, one iteration per block, unless each such
   // read is a load at the very element the loop stores there, one element per iteration (a

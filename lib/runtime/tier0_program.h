@@ -44,6 +44,9 @@ enum class Form : uint8_t {
             ///< lane, materialised in its block only if a block reads it) or, where it is not
             ///< (a clamp that binds, a division that crosses a multiple), one value per lane
   Block,    ///< one value per lane, in a block
+  Row,      ///< in a loop of rows (BlockLoop::row), the same along each row (a load at the row's
+            ///< index, an operation of such values: a norm's statistics): one value per row,
+            ///< spread along its row where a block operation reads it
 };
 
 /// A loop NestInverter made of rows of another loop nest: its slot, the rows' length (an

@@ -79,6 +79,7 @@ class Runner {
         lane_step_(k_.exprs.size()),
         row_step_(k_.exprs.size()),
         in_place_(k_.exprs.size()),
+        per_row_(k_.exprs.size()),
         broadcast_(k_.exprs.size()),
         stored_over_of_(p_.loops.size()) {}
 
@@ -282,7 +283,10 @@ class Runner {
     std::byte* out = block(e);
     if (ready(e)) return in_place_[e] != nullptr ? in_place_[e] : out;
     set_ready(e);
-    if (loop_->form[e] == Form::Uniform) {
+    if (loop_->form[e] == Form::Row) {  // one value per row (compute_per_row): spread along the rows
+      spread(out, dtype_size(k_.exprs[e].dtype), n);
+      per_row_[e] = 0;
+    } else if (loop_->form[e] == Form::Uniform) {
       Broadcasted& b = broadcast_[e];
       if (b.epoch != scratch_epoch_ || b.bits != f_.regs[e]) {
         by_size<Broadcast>(dtype_size(k_.exprs[e].dtype), out, static_cast<const void*>(f_.reg(e)), width_);
@@ -297,6 +301,66 @@ class Runner {
       });
     }
     return out;
+  }
+
+  /// Rows of a block of n lanes.
+  int64_t rows_of(int64_t n) const { return (n + row_ - 1) / row_; }
+
+  /// Values `e` (Form::Row) once per row of the block, into the first rows_of(n) places of
+  /// its block: its operands' values per row (a broadcast's, an index value's at the row's
+  /// first lane, another such value's), then one call of its block function, or a gather of
+  /// a load at the rows' offsets.
+  void compute_per_row(Id id, const Expr& e, int64_t n) {
+    const int64_t rows = rows_of(n);
+    in_place_[id] = nullptr;
+    std::byte* out = block(id);
+    per_row_[id] = block_epoch_;
+    if (e.kind == ExprKind::Op) {
+      const void* operands[3] = {};
+      for (size_t i = 0; i < e.operands.size(); ++i) operands[i] = row_values(e.operands[i], n, i);
+      p_.fn[id](operands, out, rows);
+      return;
+    }
+    // A load (or an array local's element) at an offset the same along each row.
+    const int64_t size = dtype_size(e.dtype);
+    const std::byte* base = e.kind == ExprKind::Load ? f_.buffer(e.slot) : f_.local(e.slot);
+    const auto* at = reinterpret_cast<const int64_t*>(row_values(e.operands[0], n, 0));
+    by_size<Gather>(size, out, base, at, rows);
+    if (e.kind == ExprKind::Load && e.dtype == DType::Bool) {
+      for (int64_t r = 0; r < rows; ++r) out[r] = std::byte{out[r] != std::byte{0}};
+    }
+  }
+
+  /// Operand `o` of a per-row computation, one value per row: a broadcast as it is, a
+  /// per-row value where it still is one, else its lanes at each row's first (into scratch
+  /// `which`).
+  const std::byte* row_values(Id o, int64_t n, size_t which) {
+    if (loop_->form[o] == Form::Uniform) return lanes(o, n);
+    if (loop_->form[o] == Form::Row && per_row_[o] == block_epoch_) return block(o);
+    const int64_t rows = rows_of(n), size = dtype_size(k_.exprs[o].dtype);
+    if (row_scratch_.size() < 3 * static_cast<size_t>(Tier0Kernel::kBlock) * 8) {
+      row_scratch_.resize(3 * static_cast<size_t>(Tier0Kernel::kBlock) * 8);
+    }
+    std::byte* out = row_scratch_.data() + which * static_cast<size_t>(Tier0Kernel::kBlock) * 8;
+    if (k_.exprs[o].kind == ExprKind::Index && affine_offset(o)) {
+      auto* v = reinterpret_cast<int64_t*>(out);
+      const Strides s = strides_of(o);
+      for (int64_t r = 0; r < rows; ++r) v[r] = f_.index(o) + s.row * r;
+      return out;
+    }
+    by_size<Strided>(size, out, lanes(o, n), 0, row_, rows);
+    return out;
+  }
+
+  /// Spreads the per-row values at the start of `out` along their rows, in place: last row
+  /// first, so that each row's value is read before any lane overwrites it.
+  void spread(std::byte* out, int64_t size, int64_t n) {
+    for (int64_t r = rows_of(n) - 1; r >= 0; --r) {
+      const int64_t first = r * row_, len = std::min(row_, n - first);
+      std::byte value[8];
+      std::memcpy(value, out + r * size, static_cast<size_t>(size));
+      by_size<Broadcast>(size, out + first * size, static_cast<const void*>(value), len);
+    }
   }
 
   /// Calls f(row, its first lane, its lanes) for each row of a block of n lanes.
@@ -469,6 +533,10 @@ class Runner {
     const Expr& e = k_.exprs[id];
     if (e.kind == ExprKind::Index) {
       compute_index(id, e, n);
+      return;
+    }
+    if (loop_->form[id] == Form::Row && row_ < n && aligned_) {  // (else lane by lane)
+      compute_per_row(id, e, n);
       return;
     }
     set_ready(id);
@@ -652,6 +720,7 @@ class Runner {
   /// Lanes [start, start + n) of the running block loop.
   int32_t run_block(const BlockLoop& loop, int64_t start, int64_t n) {
     block_epoch_ = ++clock_;
+    aligned_ = start % row_ == 0;  // the block's rows are the loop's (a slice may begin inside one)
     if (loop.var != kir::kNone) {
       f_.regs[loop.var] = static_cast<uint64_t>(start);
       affine_[loop.var] = true;
@@ -777,6 +846,7 @@ class Runner {
   int64_t panel_of_ = -1;            // the b_base whose rows panel_ holds
   int64_t width_ = 0;                // its lanes per block (the first block's)
   int64_t row_ = 0;                  // its lanes per row: a flattened nest's inner loop, else width_
+  bool aligned_ = false;             // the running block begins a row
   // Per expression: the epoch in which its lanes were put in its block (the loop entry's for
   // a broadcast, the block's for the others); an Index expression is affine in this block,
   // with this stride (its base in its register).
@@ -786,6 +856,8 @@ class Runner {
   std::vector<uint8_t> affine_;  // (bytes: a bit's read-modify-write per block costs)
   std::vector<int64_t> lane_step_, row_step_;
   std::vector<const std::byte*> in_place_;  // per expression: its lanes where they lie (a load), or null
+  std::vector<uint64_t> per_row_;           // per Form::Row expression: the block whose rows' values its block holds
+  std::vector<std::byte> row_scratch_;      // operands of per-row computations (row_values)
   uint64_t stored_over_ = 0;                // the running block loop's stored_over
   std::vector<std::optional<uint64_t>> stored_over_of_;  // per block loop, once known in this call
   uint64_t clock_ = 0, entry_epoch_ = 0, block_epoch_ = 0;
