@@ -341,7 +341,7 @@ TEST(TierZeroTest, MicroKernelsRunABandAtATimeBeforeTheirEpilogues) {
         for (int64_t j = 0; j < kNr; ++j) {
           const int64_t from = own_row ? row : row / kMr * kMr;  // the row whose product is read
           float sum = 0.0f;
-          for (int64_t i = 0; i < kk; ++i) {
+          for (int64_t i = 0; row < rows && i < kk; ++i) {  // (the row past the last stays as it was)
             sum = std::fma(x[static_cast<size_t>(from * kk + i)], w[static_cast<size_t>(i * kNr + j)], sum);
           }
           const float want = row < rows && j < used_cols ? sum + c[static_cast<size_t>(j)] : -1.0f;
