@@ -2,12 +2,12 @@
 // its inversions, runs and flattened nests; its batches are in tier0_batches.cpp), and the
 // statement helpers tier0.cpp shares (tier0_nests.h).
 #include "runtime/tier0_nests.h"
-#include "runtime/tier0_inverter.h"
 
 #include <algorithm>
 #include <optional>
 #include <utility>
 
+#include "runtime/tier0_inverter.h"
 
 namespace lazyjit::runtime::tier0 {
 
