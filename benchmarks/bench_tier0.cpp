@@ -29,6 +29,10 @@ Workload workload(const std::string& name) {
     return {[] { return std::vector<Tensor>{randn({1024, 128}, 1), randn({128, 512}, 2)}; },
             [](std::vector<Tensor>& in) { return lazyjit::matmul(in[0], in[1]); }};
   }
+  if (name == "matmul_transposed") {  // a weight's gradient, x^T g: A packed from a transposed operand
+    return {[] { return std::vector<Tensor>{randn({1024, 512}, 1), randn({1024, 128}, 2)}; },
+            [](std::vector<Tensor>& in) { return lazyjit::matmul(lazyjit::transpose(in[0], 0, 1), in[1]); }};
+  }
   if (name == "matmul_epilogue") {  // the same with 12 elementwise ops fused into its epilogue
     return {[] { return std::vector<Tensor>{randn({1024, 128}, 1), randn({128, 512}, 2), randn({1024, 512}, 3)}; },
             [](std::vector<Tensor>& in) {
@@ -119,6 +123,7 @@ void run(benchmark::State& state, const std::string& name, lazyjit::Tier tier) {
   LAZYJIT_BENCH(BM_tier0_##name##_tier1, benchmark::kMicrosecond, 0.2)
 
 TIER0_ROWS(matmul);
+TIER0_ROWS(matmul_transposed);
 TIER0_ROWS(matmul_epilogue);
 TIER0_ROWS(heads_cat);
 TIER0_ROWS(adam_vectors);

@@ -65,9 +65,14 @@ template <class T> struct Copy2d {
                   int64_t in_col, int64_t rows, int64_t n) const {
     T* o = reinterpret_cast<T*>(out);
     const T* x = reinterpret_cast<const T*>(in);
+    // Short rows (a pack of A's 6 rows per step of K, read from a transposed operand) copy
+    // element by element: a call of memmove per row of a few elements costs more than the row.
+    const bool short_rows = n * static_cast<int64_t>(sizeof(T)) <= 32;
     for (int64_t r = 0; r < rows; ++r, o += out_row, x += in_row) {
-      if (out_col == 1 && in_col == 1) {
+      if (out_col == 1 && in_col == 1 && !short_rows) {
         std::memmove(o, x, static_cast<size_t>(n) * sizeof(T));
+      } else if (out_col == 1 && in_col == 1) {
+        for (int64_t j = 0; j < n; ++j) o[j] = x[j];  // rows of a copy nest do not overlap
       } else {
         for (int64_t j = 0; j < n; ++j) o[j * out_col] = x[j * in_col];
       }
