@@ -11,9 +11,10 @@
 namespace lazyjit::runtime::tier0 {
 
 std::optional<std::pair<int64_t, int64_t>> NestInverter::coefficients(Id e, int a, int b) const {
+  using Pair = std::pair<int64_t, int64_t>;
   const Expr& x = k_.exprs[e];
-  if (x.kind == ExprKind::Var) return x.slot == a ? std::pair<int64_t, int64_t>{1, 0} : x.slot == b ? std::pair<int64_t, int64_t>{0, 1} : std::pair<int64_t, int64_t>{0, 0};
-  if ((nests_.vars(e) & (bit(a) | bit(b))) == 0) return std::pair<int64_t, int64_t>{0, 0};
+  if (x.kind == ExprKind::Var) return x.slot == a ? Pair{1, 0} : x.slot == b ? Pair{0, 1} : Pair{0, 0};
+  if ((nests_.vars(e) & (bit(a) | bit(b))) == 0) return Pair{0, 0};
   if (x.kind != ExprKind::Index) return std::nullopt;
   const auto l = coefficients(x.operands[0], a, b), r = coefficients(x.operands[1], a, b);
   if (!l || !r) return std::nullopt;
@@ -122,14 +123,16 @@ bool NestInverter::accumulates(const Stmt& nest) const {
   if (nest.body.size() != 1 || nest.body[0].kind != Stmt::Kind::For || !innermost(nest.body[0])) return false;
   const Stmt& inner = nest.body[0];
   const uint64_t row = bit(nest.slot);
-  if (((nests_.vars(inner.lo) | nests_.vars(inner.hi)) & row) != 0 || (nests_.loads(inner.lo) | nests_.loads(inner.hi)) != 0) {
+  const uint64_t bounds_vars = nests_.vars(inner.lo) | nests_.vars(inner.hi);
+  if ((bounds_vars & row) != 0 || (nests_.loads(inner.lo) | nests_.loads(inner.hi)) != 0) {
     return false;
   }
   if (inner.body.size() != 1 || inner.body[0].kind != Stmt::Kind::Store || inner.body[0].values.size() != 1) return false;
   const Stmt& store = inner.body[0];
   const Id o = store.offsets[0];
   const Expr& value = k_.exprs[store.values[0]];
-  if ((nests_.vars(o) & row) != 0 || nests_.loads(o) != 0 || value.kind != ExprKind::Op || value.operands.size() != 2) return false;
+  if ((nests_.vars(o) & row) != 0 || nests_.loads(o) != 0) return false;
+  if (value.kind != ExprKind::Op || value.operands.size() != 2) return false;
   if (ir::op_info(static_cast<ir::OpKind>(value.op)).dtype_rule != ir::DTypeRule::Same) return false;
   const Expr& acc = k_.exprs[value.operands[0]];
   const uint64_t stored = bit(store.buffers[0]);
@@ -145,7 +148,8 @@ Stmt NestInverter::accumulated(Stmt nest) {
   const auto [batch_slot, batch] = b_.new_var();
   const Id first = b_.mul(batch, rows);
   const auto [slot, w] = b_.new_var();
-  b_.substitute(inner.body, {{nest.slot, b_.add(b_.add(nest.lo, first), b_.div(w, n))}, {inner.slot, b_.add(inner.lo, b_.rem(w, n))}});
+  const Id row = b_.add(b_.add(nest.lo, first), b_.div(w, n)), column = b_.add(inner.lo, b_.rem(w, n));
+  b_.substitute(inner.body, {{nest.slot, row}, {inner.slot, column}});
   Stmt flat{.kind = Stmt::Kind::For, .slot = slot, .lo = zero, .hi = b_.mul(b_.min(rows, b_.sub(m, first)), n)};
   flat.body = std::move(inner.body);
   rows_.push_back({slot, n, /*fold_rows=*/false, /*accumulate=*/true});

@@ -321,7 +321,10 @@ bool Runner::compare_by_segments(ir::OpKind op, uint64_t a, int64_t sa, uint64_t
     const Wide d = static_cast<Wide>(static_cast<int64_t>(a)) - static_cast<int64_t>(b), k = static_cast<Wide>(sa) - sb;
     const uint8_t apart = op == ir::OpKind::Ne;  // the value where the sides differ
     std::memset(out, k == 0 ? head : apart, static_cast<size_t>(len));
-    if (k != 0 && d % k == 0 && -d / k >= 0 && -d / k < len) out[static_cast<int64_t>(-d / k)] = lane(static_cast<int64_t>(-d / k));
+    if (k != 0 && d % k == 0 && -d / k >= 0 && -d / k < len) {  // the one lane where the sides meet
+      const auto at = static_cast<int64_t>(-d / k);
+      out[at] = lane(at);
+    }
     return true;
   }
   int64_t lo = 0, hi = len;  // lane(j) == head for j < lo; the first other lane is in [lo, hi]
