@@ -69,7 +69,7 @@ void Program::analyse() {
         break;
       case ExprKind::Var: level[i] = var_depth[e.slot]; break;
       case ExprKind::Index:
-        index_code[i] = {e.operands[0], e.operands[1], static_cast<kir::IndexOp>(e.op), true};
+        index_code[i] = {e.operands[0], e.operands[1], static_cast<kir::IndexOp>(e.op)};
         break;
       case ExprKind::Load: buffers_read[i] |= bit(e.slot); break;
       case ExprKind::Local: locals_read[i] |= bit(e.slot); break;

@@ -32,9 +32,9 @@ struct Writes {
 /// scalar evaluation (one per loop iteration: a matmul tile's row offsets, a row's bounds),
 /// which then reads neither the expression nor its operand vector.
 struct IndexCode {
-  Id a = kir::kNone, b = kir::kNone;
+  Id a = kir::kNone, b = kir::kNone;  ///< none: not an Index expression (Runner::eval's general path)
   kir::IndexOp op{};
-  bool index = false;  ///< an Index expression (else Runner::eval's general path)
+  bool index() const { return a != kir::kNone; }
 };
 
 /// How a value of an innermost loop is held while a block runs.

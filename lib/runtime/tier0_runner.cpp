@@ -20,10 +20,6 @@ namespace tier0 {
 using lowering::internal_error;
 
 inline void Runner::eval(Id id) {
-  if (const tier0::IndexCode& c = p_.index_code[id]; c.index) {
-    f_.regs[id] = static_cast<uint64_t>(index_op(c.op, f_.index(c.a), f_.index(c.b)));
-    return;
-  }
   const Expr& e = k_.exprs[id];
   switch (e.kind) {
     case ExprKind::Load: {
@@ -56,7 +52,7 @@ inline void Runner::eval(Id id) {
 
 void Runner::eval_all(const std::vector<Id>& ids) {
   for (Id e : ids) {
-    if (const tier0::IndexCode& c = p_.index_code[e]; c.index) {
+    if (const tier0::IndexCode& c = p_.index_code[e]; c.index()) {
       f_.regs[e] = static_cast<uint64_t>(index_op(c.op, f_.index(c.a), f_.index(c.b)));
     } else {
       eval(e);

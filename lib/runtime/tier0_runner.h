@@ -72,7 +72,8 @@ class Runner {
         stored_over_of_(p_.loops.size()),
         broadcast_(k_.exprs.size()) {}
 
-  /// One expression's scalar value into its register.
+  /// One expression's scalar value into its register: a load, a local, an operation or a
+  /// random draw (eval_all computes index arithmetic itself, from Program::index_code).
   void eval(Id id);
 
   /// Evaluates `ids` in order, index arithmetic inline (a matmul tile's row offsets, a row's
