@@ -29,6 +29,14 @@ Workload workload(const std::string& name) {
     return {[] { return std::vector<Tensor>{randn({1024, 128}, 1), randn({128, 512}, 2)}; },
             [](std::vector<Tensor>& in) { return lazyjit::matmul(in[0], in[1]); }};
   }
+  if (name == "matmul_narrow") {  // attention's output projection: [1024, 128] @ [128, 128]
+    return {[] { return std::vector<Tensor>{randn({1024, 128}, 1), randn({128, 128}, 2)}; },
+            [](std::vector<Tensor>& in) { return lazyjit::matmul(in[0], in[1]); }};
+  }
+  if (name == "attention_values") {  // softmax(q k^T) v per head: [16,4,64,64] @ [16,4,64,32]
+    return {[] { return std::vector<Tensor>{randn({16, 4, 64, 64}, 1), randn({16, 4, 64, 32}, 2)}; },
+            [](std::vector<Tensor>& in) { return lazyjit::matmul(in[0], in[1]); }};
+  }
   if (name == "matmul_transposed") {  // a weight's gradient, x^T g: A packed from a transposed operand
     return {[] { return std::vector<Tensor>{randn({1024, 512}, 1), randn({1024, 128}, 2)}; },
             [](std::vector<Tensor>& in) { return lazyjit::matmul(lazyjit::transpose(in[0], 0, 1), in[1]); }};
@@ -123,6 +131,8 @@ void run(benchmark::State& state, const std::string& name, lazyjit::Tier tier) {
   LAZYJIT_BENCH(BM_tier0_##name##_tier1, benchmark::kMicrosecond, 0.2)
 
 TIER0_ROWS(matmul);
+TIER0_ROWS(matmul_narrow);
+TIER0_ROWS(attention_values);
 TIER0_ROWS(matmul_transposed);
 TIER0_ROWS(matmul_epilogue);
 TIER0_ROWS(heads_cat);

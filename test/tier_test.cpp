@@ -19,6 +19,7 @@
 #include "lowering/lower.h"
 #include "lowering/plan.h"
 #include "runtime/tier0.h"
+#include "runtime/tier0_blocks.h"
 #include "runtime/tier_up.h"
 #include "runtime/tensor_impl.h"
 #include "tier.h"
@@ -497,6 +498,106 @@ TEST(TierZeroTest, ValuesOfTheRowAloneAreComputedOncePerRow) {
                                                  : -9.0f;
         ASSERT_EQ(got[static_cast<size_t>(i)], want) << "rows of " << width << ", slice " << begin << ".." << end << ": " << i;
       }
+    }
+  }
+}
+
+/// A comparison of a value of the row (a one-hot's class, loaded at the row) with the column
+/// is computed per row as runs of equal lanes: equal at one lane at most, ordered in two runs.
+/// The same values as lane by lane, for classes before, inside and past the row, on either
+/// side of the comparison, for rows of 1, 3 and 40 and slices that cut rows at both ends.
+TEST(TierZeroTest, AComparisonOfAValueOfTheRowWithTheColumnIsTheComparisonInOrder) {
+  const std::vector<ir::OpKind> ops = {ir::OpKind::Eq, ir::OpKind::Ne, ir::OpKind::Lt, ir::OpKind::Ge};
+  kir::Builder k;
+  const int label = k.new_buffer(DType::Int64);
+  std::vector<int> outs;
+  for (size_t i = 0; i < 2 * ops.size(); ++i) outs.push_back(k.new_buffer(DType::Bool));
+  const kir::Id n = k.dim(k.new_dim());
+  k.loop(k.div(k.begin(), n), k.ceil_div(k.end(), n), [&](kir::Id run) {
+    const kir::Id base = k.mul(run, n);
+    k.loop(k.max(k.sub(k.begin(), base), k.index(0)), k.min(k.sub(k.end(), base), n), [&](kir::Id j) {
+      const kir::Id cls = k.load(label, run), at = k.add(base, j);
+      for (size_t i = 0; i < ops.size(); ++i) {
+        k.store(outs[2 * i], at, k.op(ops[i], DType::Bool, {cls, j}));
+        k.store(outs[2 * i + 1], at, k.op(ops[i], DType::Bool, {k.sub(j, k.index(1)), cls}));
+      }
+    });
+  });
+  k.kernel().kind = "element";
+  k.kernel().count = k.index(1);
+  k.kernel().work = k.index(1);
+  const runtime::Tier0Kernel kernel(k.take());
+  for (const int64_t width : {1, 3, 40}) {
+    const int64_t rows = 2000 / width + 1, total = rows * width;
+    std::vector<int64_t> labels(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) labels[static_cast<size_t>(r)] = (r * 7) % (width + 3) - 1;
+    for (const auto& [begin, end] : std::vector<std::pair<int64_t, int64_t>>{{0, total}, {width / 2 + 1, total - 1}}) {
+      std::vector<std::vector<uint8_t>> got(outs.size(), std::vector<uint8_t>(static_cast<size_t>(total), 2));
+      std::vector<void*> args = {labels.data()};
+      for (auto& g : got) args.push_back(g.data());
+      ASSERT_EQ(kernel.run(args.data(), &width, begin, end), 0);
+      for (int64_t i = 0; i < total; ++i) {
+        const bool ran = i >= begin && i < end;
+        const int64_t cls = labels[static_cast<size_t>(i / width)], j = i % width;
+        for (size_t o = 0; o < ops.size(); ++o) {
+          const uint8_t left = ran ? ir::semantics::apply_compare<int64_t>(ops[o], cls, j) : 2;
+          const uint8_t right = ran ? ir::semantics::apply_compare<int64_t>(ops[o], j - 1, cls) : 2;
+          ASSERT_EQ(got[2 * o][static_cast<size_t>(i)], left) << "op " << o << ", rows of " << width << ", slice " << begin << ": " << i;
+          ASSERT_EQ(got[2 * o + 1][static_cast<size_t>(i)], right) << "op " << o << ", rows of " << width << ": " << i;
+        }
+      }
+    }
+  }
+}
+
+/// A loop of rows folded into one accumulator (a loss summed over rows and classes, one
+/// thread) runs in batches of rows, each row's values folded in one call of the fold, in
+/// order: the result of a block per row, bit for bit (float sums fold a call's values in
+/// lanes, so the calls must be the rows). Rows of 1, 64, 300 (a batch not a multiple of
+/// the block) and 1500 (longer than a block), a column range inside the row, and no rows.
+TEST(TierZeroTest, RowsFoldedIntoOneAccumulatorRunInBatchesOfRows) {
+  for (const ir::OpKind combine : {ir::OpKind::Add, ir::OpKind::Maximum}) {
+    kir::Builder k;
+    const int x = k.new_buffer(DType::Float32), out = k.new_buffer(DType::Float32);
+    const int acc = k.new_local(DType::Float32);
+    const kir::Id rows = k.dim(k.new_dim()), width = k.dim(k.new_dim()), a = k.dim(k.new_dim()), b = k.dim(k.new_dim());
+    const float start = combine == ir::OpKind::Add ? 0.0f : -INFINITY;
+    k.loop(k.begin(), k.end(), [&](kir::Id v) {
+      k.assign(acc, k.float_constant(DType::Float32, start));
+      k.loop(k.index(0), rows, [&](kir::Id i) {
+        k.loop(a, b, [&](kir::Id j) {
+          k.fold(acc, combine, k.op(ir::OpKind::Mul, DType::Float32,
+                                    {k.load(x, k.add(k.mul(i, width), j)), k.float_constant(DType::Float32, 2.0)}));
+        });
+      });
+      k.store(out, v, k.local(acc));
+    });
+    k.kernel().kind = "row";
+    k.kernel().count = k.index(1);
+    k.kernel().work = k.index(1);
+    const runtime::Tier0Kernel kernel(k.take());
+    EXPECT_EQ(kernel.shape().batched, 1);
+    const runtime::tier0::FoldFn fold = runtime::tier0::block_table().fold[static_cast<int>(combine)][static_cast<int>(DType::Float32)];
+    struct Case {
+      int64_t rows, width, a, b;
+    };
+    for (const Case& c : {Case{2000, 1, 0, 1}, Case{300, 64, 0, 64}, Case{40, 300, 0, 300}, Case{9, 1500, 0, 1500},
+                          Case{300, 64, 5, 40}, Case{0, 5, 0, 5}}) {
+      std::vector<float> values(static_cast<size_t>(c.rows * c.width));
+      for (size_t i = 0; i < values.size(); ++i) values[i] = 0.1f * static_cast<float>((i * 7919) % 1000) - 50.3f;
+      float want = start;
+      for (int64_t i = 0; i < c.rows; ++i) {
+        std::vector<float> row;
+        for (int64_t j = c.a; j < c.b; ++j) row.push_back(values[static_cast<size_t>(i * c.width + j)] * 2.0f);
+        for (size_t first = 0; first < row.size(); first += runtime::Tier0Kernel::kBlock) {  // a block's lanes a call
+          fold(row.data() + first, std::min<int64_t>(runtime::Tier0Kernel::kBlock, static_cast<int64_t>(row.size() - first)), &want);
+        }
+      }
+      float got = -1;
+      void* args[] = {values.data(), &got};
+      const int64_t dims[] = {c.rows, c.width, c.a, c.b};
+      ASSERT_EQ(kernel.run(args, dims, 0, 1), 0);
+      EXPECT_EQ(got, want) << ir::op_name(combine) << ", " << c.rows << " rows of " << c.width << ", columns " << c.a << ".." << c.b;
     }
   }
 }

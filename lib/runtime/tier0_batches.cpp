@@ -140,7 +140,23 @@ bool NestInverter::accumulates(const Stmt& nest) const {
          (nests_.loads(value.operands[1]) & stored) == 0;
 }
 
-Stmt NestInverter::accumulated(Stmt nest) {
+bool NestInverter::folds_rows(const Stmt& nest) const {
+  if (nest.body.size() != 1 || nest.body[0].kind != Stmt::Kind::For || !innermost(nest.body[0])) return false;
+  const Stmt& inner = nest.body[0];
+  if (((nests_.vars(inner.lo) | nests_.vars(inner.hi)) & bit(nest.slot)) != 0 ||
+      (nests_.loads(inner.lo) | nests_.loads(inner.hi)) != 0 || k_.locals.size() > 63) {
+    return false;
+  }
+  uint64_t folded = 0;
+  for (const Stmt& t : inner.body) {
+    if (t.kind != Stmt::Kind::Fold || !t.offsets.empty() || k_.locals[t.slot].size != 1) return false;
+    folded |= bit(t.slot);
+  }
+  return std::none_of(inner.body.begin(), inner.body.end(),
+                      [&](const Stmt& t) { return (nests_.locals(t.values[0]) & folded) != 0; });
+}
+
+Stmt NestInverter::accumulated(Stmt nest, bool folds) {
   Stmt inner = std::move(nest.body[0]);
   const Id zero = b_.index(0), one = b_.index(1);
   const Id n = b_.max(b_.sub(inner.hi, inner.lo), zero), m = b_.max(b_.sub(nest.hi, nest.lo), zero);
@@ -152,7 +168,7 @@ Stmt NestInverter::accumulated(Stmt nest) {
   b_.substitute(inner.body, {{nest.slot, row}, {inner.slot, column}});
   Stmt flat{.kind = Stmt::Kind::For, .slot = slot, .lo = zero, .hi = b_.mul(b_.min(rows, b_.sub(m, first)), n)};
   flat.body = std::move(inner.body);
-  rows_.push_back({slot, n, /*fold_rows=*/false, /*accumulate=*/true});
+  rows_.push_back({slot, n, /*fold_rows=*/folds, /*accumulate=*/!folds});
   Stmt batches{.kind = Stmt::Kind::For, .slot = batch_slot, .lo = zero, .hi = b_.ceil_div(m, rows)};
   batches.body.push_back(std::move(flat));
   return batches;

@@ -277,14 +277,23 @@ inline void Runner::compute(Id id, int64_t n) {
 inline bool Runner::compare_affine(const Expr& e, uint8_t* out, int64_t n) {
   if (ir::op_info(static_cast<ir::OpKind>(e.op)).dtype_rule != ir::DTypeRule::Compare) return false;
   const Id x = e.operands[0], y = e.operands[1];
-  if (k_.exprs[x].dtype != DType::Int64 || !affine_offset(x) || !affine_offset(y)) return false;
+  // A side is affine, or one value per row (a one-hot's class, loaded at the row) that this
+  // block holds per row: stride 0 along the row, its row's value at the row's first lane.
+  auto per_row = [&](Id o) {
+    return loop_->form[o] == Form::Row && per_row_[o] == block_epoch_
+               ? reinterpret_cast<const uint64_t*>(block(o))
+               : nullptr;
+  };
+  const uint64_t *row_x = per_row(x), *row_y = per_row(y);
+  if (k_.exprs[x].dtype != DType::Int64 || !(row_x || affine_offset(x)) || !(row_y || affine_offset(y))) return false;
   const auto op = static_cast<ir::OpKind>(e.op);
-  const Strides sx = strides_of(x), sy = strides_of(y);
+  const Strides sx = row_x ? Strides{} : strides_of(x), sy = row_y ? Strides{} : strides_of(y);
   const auto bx = static_cast<uint64_t>(f_.index(x)), by = static_cast<uint64_t>(f_.index(y));
   auto each = [&](auto compare) {
     for_rows(n, [&](int64_t r, int64_t first, int64_t len) {
       // Index arithmetic wraps (kir::IndexOp): the lanes' values in unsigned steps.
-      const uint64_t ax = bx + static_cast<uint64_t>(sx.row * r), ay = by + static_cast<uint64_t>(sy.row * r);
+      const uint64_t ax = row_x ? row_x[r] : bx + static_cast<uint64_t>(sx.row * r);
+      const uint64_t ay = row_y ? row_y[r] : by + static_cast<uint64_t>(sy.row * r);
       auto lane = [&](int64_t j) {
         const auto i = static_cast<uint64_t>(j);
         return static_cast<uint8_t>(compare(static_cast<int64_t>(ax + static_cast<uint64_t>(sx.lane) * i),
@@ -455,6 +464,13 @@ inline int32_t Runner::block_statement(const Stmt& s, int64_t n) {
       }
       const tier0::FoldFn combine = fold(s.op, dtype);
       const std::byte* values = lanes(s.values[0], n);
+      if (s.offsets.empty() && loop_->fold_rows) {
+        // Rows folded into one accumulator (NestInverter::folds_rows): a call per row, in
+        // order, as each row's own block made (a row longer than a block: per block, as then).
+        const int64_t row = std::max<int64_t>(1, std::min(row_, f_.index(loop_->row)));
+        for (int64_t first = 0; first < n; first += row) combine(values + first * size, std::min(row, n - first), f_.local(s.slot));
+        return 0;
+      }
       if (s.offsets.empty()) {
         combine(values, n, f_.local(s.slot));
         return 0;

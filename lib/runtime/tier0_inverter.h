@@ -160,12 +160,21 @@ class NestInverter {
   /// cost per row of j.
   bool accumulates(const Stmt& nest) const;
 
-  /// `nest` (accumulates) in batches of R rows, R = max(1, kBlock / n) for rows of n:
+  /// Whether `nest` is a loop of rows that folds every row into the same accumulators (a
+  /// loss summed over a batch's rows and classes, on one thread):
+  ///   for i in [lo, hi): for j in [a, b): l = fold(l, x)   (one or more such folds)
+  /// with a and b invariant in i and reading no memory, each l a scalar local, and no x
+  /// reading a local the nest folds. A tier-0 block per row paid its fixed cost per row.
+  bool folds_rows(const Stmt& nest) const;
+
+  /// `nest` (accumulates or folds_rows) in batches of R rows, R = max(1, kBlock / n) for
+  /// rows of n:
   ///   for c in [0, ceil((hi - lo) / R)): for w in [0, min(R, hi - lo - c R) n):
-  ///     B[o] = op(B[o], x) at i = lo + c R + w / n, j = a + w % n
-  /// whose block loop computes x for the batch and combines it into B row by row
-  /// (BlockLoop::accumulate).
-  Stmt accumulated(Stmt nest);
+  ///     the inner body at i = lo + c R + w / n, j = a + w % n
+  /// whose block loop computes the values for the batch, then combines them row by row:
+  /// into B (BlockLoop::accumulate), or into each accumulator with one call of its fold per
+  /// row (BlockLoop::fold_rows), as the row's own block did: the same sums.
+  Stmt accumulated(Stmt nest, bool folds);
 
   /// Whether `nest` is a loop of rows that may run a batch of rows at a time, each of its
   /// statements for every row of the batch before the next (a rows kernel: a row's

@@ -80,8 +80,8 @@ void NestInverter::invert(std::vector<Stmt>& body) {
     } else if (const std::optional<Band> b = band(s)) {
       out.push_back(banded(std::move(s), *b));
       ++banded_;
-    } else if (accumulates(s)) {
-      out.push_back(accumulated(std::move(s)));
+    } else if (const bool folds = folds_rows(s); folds || accumulates(s)) {
+      out.push_back(accumulated(std::move(s), folds));
       ++batched_;
     } else if (const std::optional<Runs> r = runs(s)) {
       const bool linear = r->one || read_linearly(s, r->base);
