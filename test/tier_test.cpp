@@ -459,8 +459,9 @@ TEST(TierZeroTest, ALoopOfRowsAccumulatingIntoColumnsRunsInBatchesOfRows) {
 
 /// In a loop of rows (runs of n, as KernelContext::for_runs), what depends on the row alone
 /// (a row's scale loaded at the run's index, its square root, a bool flag of the row and a
-/// select on it) is computed once per row and spread along it: the same values as lane by
-/// lane, for rows of 1, 3 and 40 and slices that cut rows at both ends.
+/// select on it) is computed once per row, and an operation of it with the row's elements
+/// takes it as one value per row (Runner::with_row_value): the same values as lane by lane,
+/// for rows of 1, 3 and 40 and slices that cut rows at both ends.
 TEST(TierZeroTest, ValuesOfTheRowAloneAreComputedOncePerRow) {
   kir::Builder k;
   const int x = k.new_buffer(DType::Float32), scale = k.new_buffer(DType::Float32), flag = k.new_buffer(DType::Bool);

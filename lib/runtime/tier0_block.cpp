@@ -260,7 +260,7 @@ inline void Runner::compute(Id id, int64_t n) {
       return;
     }
     case ExprKind::Op: {
-      if (compare_affine(e, reinterpret_cast<uint8_t*>(out), n)) return;
+      if (compare_affine(e, reinterpret_cast<uint8_t*>(out), n) || with_row_value(e, out, n)) return;
       const void* operands[3] = {};
       for (size_t i = 0; i < e.operands.size(); ++i) operands[i] = lanes(e.operands[i], n);
       p_.fn[id](operands, out, n);
@@ -272,6 +272,26 @@ inline void Runner::compute(Id id, int64_t n) {
       return;
     default: internal_error("tier 0 met a block expression it does not know");
   }
+}
+
+inline bool Runner::with_row_value(const Expr& e, std::byte* out, int64_t n) {
+  if (e.operands.size() != 2 || ir::op_info(static_cast<ir::OpKind>(e.op)).dtype_rule != ir::DTypeRule::Same) return false;
+  auto per_row = [&](Id o) { return loop_->form[o] == Form::Row && per_row_[o] == block_epoch_; };
+  const bool first = per_row(e.operands[0]);
+  if (first == per_row(e.operands[1])) return false;
+  const int which = first ? 0 : 1;
+  const tier0::BlockFn fn = p_.table->same_with_scalar[which][e.op][static_cast<int>(e.dtype)];
+  if (fn == nullptr) return false;
+  const int64_t size = dtype_size(e.dtype);
+  const std::byte* rows = block(e.operands[which]);
+  const std::byte* lanes_of = lanes(e.operands[1 - which], n);
+  for_rows(n, [&](int64_t r, int64_t at, int64_t len) {
+    const void* operands[2];
+    operands[which] = rows + r * size;
+    operands[1 - which] = lanes_of + at * size;
+    fn(operands, out + at * size, len);
+  });
+  return true;
 }
 
 inline bool Runner::compare_affine(const Expr& e, uint8_t* out, int64_t n) {

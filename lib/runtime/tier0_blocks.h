@@ -37,6 +37,10 @@ struct BlockTable {
   const char* isa = "";
   BlockFn same[ir::kNumOps][kNumDTypes] = {};     ///< by op and dtype (DTypeRule::Same)
   BlockFn compare[ir::kNumOps][kNumDTypes] = {};  ///< by op and operand dtype, to bool
+  /// by [which][op][dtype]: a two-operand DTypeRule::Same op whose operand `which` is one
+  /// value for all n lanes (a row's value beside the row's elements), the same results as
+  /// `same` over that value broadcast; null where `same` calls a math function.
+  BlockFn same_with_scalar[2][ir::kNumOps][kNumDTypes] = {};
   BlockFn select[kNumDTypes] = {};                ///< (bool, T, T) to T
   BlockFn cast[kNumDTypes][kNumDTypes] = {};      ///< [from][to]
   RandomFn random[2][2] = {};                     ///< [Randn?][Float64?]

@@ -197,6 +197,18 @@ void same(const void* const* operands, void* out_raw, int64_t n) {
   }
 }
 
+/// `same` with operand `which` one value for all lanes.
+template <OpKind op, class T, int which>
+void same_with_scalar(const void* const* operands, void* out_raw, int64_t n) {
+  auto* out = static_cast<Stored<T>*>(out_raw);
+  const auto* lanes = static_cast<const Stored<T>*>(operands[1 - which]);
+  const T value = static_cast<T>(*static_cast<const Stored<T>*>(operands[which]));
+  for (int64_t i = 0; i < n; ++i) {
+    const T x[3] = {which == 0 ? value : static_cast<T>(lanes[i]), which == 1 ? value : static_cast<T>(lanes[i]), value};
+    out[i] = static_cast<Stored<T>>(sem::apply_same<T>(op, x));
+  }
+}
+
 template <OpKind op, class T>
 void compare(const void* const* operands, void* out_raw, int64_t n) {
   const auto* a = static_cast<const Stored<T>*>(operands[0]);
@@ -414,6 +426,10 @@ void fill_dtype(BlockTable& t) {
                         (ir::Admits::admits == ir::Admits::Floating && std::is_floating_point_v<T>) || \
                         (ir::Admits::admits == ir::Admits::Bool && D == DType::Bool);                 \
     if constexpr (ok) t.same[static_cast<int>(OpKind::Name)][d] = &same<OpKind::Name, T, (arity)>;   \
+    if constexpr (ok && (arity) == 2 && !(std::is_floating_point_v<T> && ir::calls_math(OpKind::Name))) { \
+      t.same_with_scalar[0][static_cast<int>(OpKind::Name)][d] = &same_with_scalar<OpKind::Name, T, 0>; \
+      t.same_with_scalar[1][static_cast<int>(OpKind::Name)][d] = &same_with_scalar<OpKind::Name, T, 1>; \
+    }                                                                                                 \
   }                                                                                                   \
   if constexpr (ir::DTypeRule::rule == ir::DTypeRule::Compare) {                                      \
     t.compare[static_cast<int>(OpKind::Name)][d] = &compare<OpKind::Name, T>;                        \

@@ -191,6 +191,11 @@ class Runner {
   /// computed into `out` from their bases and strides, neither materialised in a block.
   bool compare_affine(const Expr& e, uint8_t* out, int64_t n);
 
+  /// Whether `e` is a two-operand operation of a value of the row (Form::Row, one value per
+  /// row in its block) and lanes (a norm's statistics beside the row's elements), then
+  /// computed into `out` a row at a time with the row's value as one operand, not spread.
+  bool with_row_value(const Expr& e, std::byte* out, int64_t n);
+
   /// A row's comparison of a + sa j against b + sb j for j < len as at most three runs of
   /// equal lanes (`lane(j)`: the comparison at j), where neither side wraps over the row:
   /// their difference is then linear in j, so an ordering changes value at most once (found
