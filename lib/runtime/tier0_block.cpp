@@ -2,6 +2,7 @@
 // affine over a block or computed lane by lane, values once per row, broadcasts, loads and
 // stores as runs, folds, accumulations into columns, comparisons as runs of equal lanes.
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -148,11 +149,14 @@ inline void Runner::compute_index(Id id, const Expr& e, int64_t n) {
       loop_->form[y] == Form::Uniform && f_.index(y) > 0 && f_.index(x) >= 0 && strides_of(x).lane >= 0) {
     // An affine dividend crossing multiples of the divisor: quotient and remainder stepped
     // lane by lane, no division per lane.
-    const int64_t d = f_.index(y), step = strides_of(x).lane, step_q = step / d, step_r = step % d;
-    int64_t q = f_.index(x) / d, r = f_.index(x) % d;
-    const bool quotient = op == kir::IndexOp::Div;
+    const int64_t d = f_.index(y);
+    const auto x0 = static_cast<uint64_t>(f_.index(x)), step = static_cast<uint64_t>(strides_of(x).lane);
+    const auto ud = static_cast<uint64_t>(d);
+    const auto step_q = static_cast<int64_t>(quotient(step, ud)), step_r = static_cast<int64_t>(remainder(step, ud));
+    auto q = static_cast<int64_t>(quotient(x0, ud)), r = static_cast<int64_t>(remainder(x0, ud));
+    const bool whole = op == kir::IndexOp::Div;
     for (int64_t i = 0; i < n; ++i) {
-      o[i] = quotient ? q : r;
+      o[i] = whole ? q : r;
       q += step_q;
       r += step_r;
       if (r >= d) {
@@ -181,12 +185,21 @@ inline void Runner::compute_index(Id id, const Expr& e, int64_t n) {
   }
 }
 
-inline void Runner::divide_by(const int64_t* a, int64_t d, bool quotient, int64_t* o, int64_t n) {
+inline void Runner::divide_by(const int64_t* a, int64_t d, bool whole, int64_t* o, int64_t n) {
+  if ((d & (d - 1)) == 0) {  // a power of two: shifts and masks (the lanes as unsigned)
+    const int shift = std::countr_zero(static_cast<uint64_t>(d));
+    const uint64_t mask = static_cast<uint64_t>(d) - 1;
+    for (int64_t i = 0; i < n; ++i) {
+      const auto x = static_cast<uint64_t>(a[i]);
+      o[i] = static_cast<int64_t>(whole ? x >> shift : x & mask);
+    }
+    return;
+  }
   const double inverse = 1.0 / static_cast<double>(d);
   for (int64_t i = 0; i < n; ++i) {
     const uint64_t x = static_cast<uint64_t>(a[i]);
     if (x >= (uint64_t{1} << 52)) {
-      o[i] = static_cast<int64_t>(quotient ? x / static_cast<uint64_t>(d) : x % static_cast<uint64_t>(d));
+      o[i] = static_cast<int64_t>(whole ? x / static_cast<uint64_t>(d) : x % static_cast<uint64_t>(d));
       continue;
     }
     int64_t q = static_cast<int64_t>(static_cast<double>(x) * inverse);
@@ -199,7 +212,7 @@ inline void Runner::divide_by(const int64_t* a, int64_t d, bool quotient, int64_
       ++q;
       r -= d;
     }
-    o[i] = quotient ? q : r;
+    o[i] = whole ? q : r;
   }
 }
 
