@@ -73,8 +73,9 @@ struct BlockLoop {
   Id row = kir::kNone;
   bool divisor_rows = false;
   static constexpr int64_t kMinRow = 16;
-  /// A batch of a loop of rows (NestInverter::batched): a fold into an array element per
-  /// row combines each row's lanes in one call, as the row's own block did.
+  /// A batch of a loop of rows (NestInverter::batched, or folds_rows): a fold into an array
+  /// element per row, or into one accumulator for all rows, combines each row's lanes in one
+  /// call, as the row's own block did.
   bool fold_rows = false;
   /// A batch of a loop of rows whose one store is B[o] = op(B[o], x) with o the same for
   /// every row (NestInverter::accumulated): x is computed for the block, then each row is
