@@ -36,6 +36,17 @@ std::vector<float> ramp(int64_t n, float scale) {
   return v;
 }
 
+/// The nest KernelContext::for_runs makes of the slice [Begin, End) in runs of n:
+/// body(run, j, at) for each element, at = run n + j.
+template <class Body>
+void for_runs(kir::Builder& k, kir::Id n, Body&& body) {
+  k.loop(k.div(k.begin(), n), k.ceil_div(k.end(), n), [&](kir::Id run) {
+    const kir::Id base = k.mul(run, n);
+    k.loop(k.max(k.sub(k.begin(), base), k.index(0)), k.min(k.sub(k.end(), base), n),
+           [&](kir::Id j) { body(run, j, k.add(base, j)); });
+  });
+}
+
 /// The program these tests run: an elementwise kernel and a row kernel.
 std::vector<float> program(const std::vector<float>& x_values) {
   const Tensor x = Tensor::from_vector<float>(x_values, {64, 16});
@@ -367,13 +378,10 @@ TEST(TierZeroTest, ShortRunsReadAtTheLinearIndexRunAsOneLoop) {
     kir::Builder k;
     const int w = k.new_buffer(DType::Float32), g = k.new_buffer(DType::Float32);
     const kir::Id n = k.dim(k.new_dim());
-    k.loop(k.div(k.begin(), n), k.ceil_div(k.end(), n), [&](kir::Id run) {  // as KernelContext::for_runs
-      const kir::Id base = k.mul(run, n);
-      k.loop(k.max(k.sub(k.begin(), base), k.index(0)), k.min(k.sub(k.end(), base), n), [&](kir::Id j) {
-        const kir::Id at = k.add(base, j), read = read_at == Read::Linear ? at : j;
-        const kir::Id step = k.op(ir::OpKind::Mul, DType::Float32, {k.load(g, read), k.float_constant(DType::Float32, 0.5)});
-        k.store(w, at, k.op(ir::OpKind::Sub, DType::Float32, {k.load(w, read_at == Read::OneRun ? j : at), step}));
-      });
+    for_runs(k, n, [&](kir::Id, kir::Id j, kir::Id at) {
+      const kir::Id read = read_at == Read::Linear ? at : j;
+      const kir::Id step = k.op(ir::OpKind::Mul, DType::Float32, {k.load(g, read), k.float_constant(DType::Float32, 0.5)});
+      k.store(w, at, k.op(ir::OpKind::Sub, DType::Float32, {k.load(w, read_at == Read::OneRun ? j : at), step}));
     });
     k.kernel().kind = "element";
     k.kernel().count = read_at == Read::OneRun ? n : k.index(1);
@@ -467,15 +475,11 @@ TEST(TierZeroTest, ValuesOfTheRowAloneAreComputedOncePerRow) {
   const int x = k.new_buffer(DType::Float32), scale = k.new_buffer(DType::Float32), flag = k.new_buffer(DType::Bool);
   const int y = k.new_buffer(DType::Float32);
   const kir::Id n = k.dim(k.new_dim());
-  k.loop(k.div(k.begin(), n), k.ceil_div(k.end(), n), [&](kir::Id run) {
-    const kir::Id base = k.mul(run, n);
-    k.loop(k.max(k.sub(k.begin(), base), k.index(0)), k.min(k.sub(k.end(), base), n), [&](kir::Id j) {
-      const kir::Id at = k.add(base, j);
-      const kir::Id root = k.op(ir::OpKind::Sqrt, DType::Float32, {k.load(scale, run)});
-      const kir::Id shift = k.select(k.load(flag, run), k.float_constant(DType::Float32, 1.0), k.float_constant(DType::Float32, -2.0));
-      const kir::Id scaled = k.op(ir::OpKind::Mul, DType::Float32, {k.load(x, at), root});
-      k.store(y, at, k.op(ir::OpKind::Add, DType::Float32, {scaled, shift}));
-    });
+  for_runs(k, n, [&](kir::Id run, kir::Id, kir::Id at) {
+    const kir::Id root = k.op(ir::OpKind::Sqrt, DType::Float32, {k.load(scale, run)});
+    const kir::Id shift = k.select(k.load(flag, run), k.float_constant(DType::Float32, 1.0), k.float_constant(DType::Float32, -2.0));
+    const kir::Id scaled = k.op(ir::OpKind::Mul, DType::Float32, {k.load(x, at), root});
+    k.store(y, at, k.op(ir::OpKind::Add, DType::Float32, {scaled, shift}));
   });
   k.kernel().kind = "element";
   k.kernel().count = k.index(1);
@@ -514,15 +518,12 @@ TEST(TierZeroTest, AComparisonOfAValueOfTheRowWithTheColumnIsTheComparisonInOrde
   std::vector<int> outs;
   for (size_t i = 0; i < 2 * ops.size(); ++i) outs.push_back(k.new_buffer(DType::Bool));
   const kir::Id n = k.dim(k.new_dim());
-  k.loop(k.div(k.begin(), n), k.ceil_div(k.end(), n), [&](kir::Id run) {
-    const kir::Id base = k.mul(run, n);
-    k.loop(k.max(k.sub(k.begin(), base), k.index(0)), k.min(k.sub(k.end(), base), n), [&](kir::Id j) {
-      const kir::Id cls = k.load(label, run), at = k.add(base, j);
-      for (size_t i = 0; i < ops.size(); ++i) {
-        k.store(outs[2 * i], at, k.op(ops[i], DType::Bool, {cls, j}));
-        k.store(outs[2 * i + 1], at, k.op(ops[i], DType::Bool, {k.sub(j, k.index(1)), cls}));
-      }
-    });
+  for_runs(k, n, [&](kir::Id run, kir::Id j, kir::Id at) {
+    const kir::Id cls = k.load(label, run);
+    for (size_t i = 0; i < ops.size(); ++i) {
+      k.store(outs[2 * i], at, k.op(ops[i], DType::Bool, {cls, j}));
+      k.store(outs[2 * i + 1], at, k.op(ops[i], DType::Bool, {k.sub(j, k.index(1)), cls}));
+    }
   });
   k.kernel().kind = "element";
   k.kernel().count = k.index(1);

@@ -119,16 +119,20 @@ Stmt NestInverter::banded(Stmt loop, const Band& band) {
   return bands;
 }
 
-bool NestInverter::accumulates(const Stmt& nest) const {
-  if (nest.body.size() != 1 || nest.body[0].kind != Stmt::Kind::For || !innermost(nest.body[0])) return false;
+const Stmt* NestInverter::rows_of_one_loop(const Stmt& nest) const {
+  if (nest.body.size() != 1 || nest.body[0].kind != Stmt::Kind::For || !innermost(nest.body[0])) return nullptr;
   const Stmt& inner = nest.body[0];
-  const uint64_t row = bit(nest.slot);
   const uint64_t bounds_vars = nests_.vars(inner.lo) | nests_.vars(inner.hi);
-  if ((bounds_vars & row) != 0 || (nests_.loads(inner.lo) | nests_.loads(inner.hi)) != 0) {
-    return false;
-  }
-  if (inner.body.size() != 1 || inner.body[0].kind != Stmt::Kind::Store || inner.body[0].values.size() != 1) return false;
-  const Stmt& store = inner.body[0];
+  if ((bounds_vars & bit(nest.slot)) != 0 || (nests_.loads(inner.lo) | nests_.loads(inner.hi)) != 0) return nullptr;
+  return &inner;
+}
+
+bool NestInverter::accumulates(const Stmt& nest) const {
+  const Stmt* inner = rows_of_one_loop(nest);
+  if (inner == nullptr || inner->body.size() != 1) return false;
+  const Stmt& store = inner->body[0];
+  if (store.kind != Stmt::Kind::Store || store.values.size() != 1) return false;
+  const uint64_t row = bit(nest.slot);
   const Id o = store.offsets[0];
   const Expr& value = k_.exprs[store.values[0]];
   if ((nests_.vars(o) & row) != 0 || nests_.loads(o) != 0) return false;
@@ -141,18 +145,14 @@ bool NestInverter::accumulates(const Stmt& nest) const {
 }
 
 bool NestInverter::folds_rows(const Stmt& nest) const {
-  if (nest.body.size() != 1 || nest.body[0].kind != Stmt::Kind::For || !innermost(nest.body[0])) return false;
-  const Stmt& inner = nest.body[0];
-  if (((nests_.vars(inner.lo) | nests_.vars(inner.hi)) & bit(nest.slot)) != 0 ||
-      (nests_.loads(inner.lo) | nests_.loads(inner.hi)) != 0 || k_.locals.size() > 63) {
-    return false;
-  }
+  const Stmt* inner = rows_of_one_loop(nest);
+  if (inner == nullptr || k_.locals.size() > 63) return false;  // (locals as slot bits)
   uint64_t folded = 0;
-  for (const Stmt& t : inner.body) {
+  for (const Stmt& t : inner->body) {
     if (t.kind != Stmt::Kind::Fold || !t.offsets.empty() || k_.locals[t.slot].size != 1) return false;
     folded |= bit(t.slot);
   }
-  return std::none_of(inner.body.begin(), inner.body.end(),
+  return std::none_of(inner->body.begin(), inner->body.end(),
                       [&](const Stmt& t) { return (nests_.locals(t.values[0]) & folded) != 0; });
 }
 

@@ -61,7 +61,7 @@ inline void Runner::compute_per_row(Id id, const Expr& e, int64_t n) {
 
 inline const std::byte* Runner::row_values(Id o, int64_t n, size_t which) {
   if (loop_->form[o] == Form::Uniform) return lanes(o, n);
-  if (loop_->form[o] == Form::Row && per_row_[o] == block_epoch_) return block(o);
+  if (const std::byte* rows = row_block(o)) return rows;
   const int64_t rows = rows_of(n), size = dtype_size(k_.exprs[o].dtype);
   if (row_scratch_.size() < 3 * static_cast<size_t>(Tier0Kernel::kBlock) * 8) {
     row_scratch_.resize(3 * static_cast<size_t>(Tier0Kernel::kBlock) * 8);
@@ -116,13 +116,13 @@ inline std::optional<Strides> Runner::affine_strides(kir::IndexOp op, Id x, Id y
     case kir::IndexOp::Rem: {
       // A constant divisor; a dividend that does not decrease from a non-negative base.
       if (sy.lane != 0 || sy.row != 0 || by <= 0 || bx < 0 || sx.lane < 0 || sx.row < 0) return std::nullopt;
-      const bool quotient = op == kir::IndexOp::Div;
-      if (bx / by == corners(bx, sx).second / by) return quotient ? Strides{} : sx;  // within one multiple
+      const bool whole = op == kir::IndexOp::Div;
+      if (bx / by == corners(bx, sx).second / by) return whole ? Strides{} : sx;  // within one multiple
       if (sx.row % by != 0) return std::nullopt;
-      if (sx.lane % by == 0) return quotient ? Strides{sx.lane / by, sx.row / by} : Strides{};
+      if (sx.lane % by == 0) return whole ? Strides{sx.lane / by, sx.row / by} : Strides{};
       // Each row within one multiple (a flattened nest's variable over its rows).
       if (bx % by + sx.lane * last_col < by) {
-        return quotient ? Strides{0, sx.row / by} : Strides{sx.lane, 0};
+        return whole ? Strides{0, sx.row / by} : Strides{sx.lane, 0};
       }
       return std::nullopt;
     }
@@ -289,14 +289,14 @@ inline void Runner::compute(Id id, int64_t n) {
 
 inline bool Runner::with_row_value(const Expr& e, std::byte* out, int64_t n) {
   if (e.operands.size() != 2 || ir::op_info(static_cast<ir::OpKind>(e.op)).dtype_rule != ir::DTypeRule::Same) return false;
-  auto per_row = [&](Id o) { return loop_->form[o] == Form::Row && per_row_[o] == block_epoch_; };
-  const bool first = per_row(e.operands[0]);
-  if (first == per_row(e.operands[1])) return false;
-  const int which = first ? 0 : 1;
+  const std::byte* first = row_block(e.operands[0]);
+  const std::byte* second = row_block(e.operands[1]);
+  if ((first == nullptr) == (second == nullptr)) return false;  // neither, or both (then e is one too)
+  const int which = first != nullptr ? 0 : 1;
   const tier0::BlockFn fn = p_.table->same_with_scalar[which][e.op][static_cast<int>(e.dtype)];
   if (fn == nullptr) return false;
   const int64_t size = dtype_size(e.dtype);
-  const std::byte* rows = block(e.operands[which]);
+  const std::byte* rows = first != nullptr ? first : second;
   const std::byte* lanes_of = lanes(e.operands[1 - which], n);
   for_rows(n, [&](int64_t r, int64_t at, int64_t len) {
     const void* operands[2];
@@ -312,12 +312,8 @@ inline bool Runner::compare_affine(const Expr& e, uint8_t* out, int64_t n) {
   const Id x = e.operands[0], y = e.operands[1];
   // A side is affine, or one value per row (a one-hot's class, loaded at the row) that this
   // block holds per row: stride 0 along the row, its row's value at the row's first lane.
-  auto per_row = [&](Id o) {
-    return loop_->form[o] == Form::Row && per_row_[o] == block_epoch_
-               ? reinterpret_cast<const uint64_t*>(block(o))
-               : nullptr;
-  };
-  const uint64_t *row_x = per_row(x), *row_y = per_row(y);
+  const auto* row_x = reinterpret_cast<const uint64_t*>(row_block(x));
+  const auto* row_y = reinterpret_cast<const uint64_t*>(row_block(y));
   if (k_.exprs[x].dtype != DType::Int64 || !(row_x || affine_offset(x)) || !(row_y || affine_offset(y))) return false;
   const auto op = static_cast<ir::OpKind>(e.op);
   const Strides sx = row_x ? Strides{} : strides_of(x), sy = row_y ? Strides{} : strides_of(y);

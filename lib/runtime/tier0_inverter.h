@@ -49,7 +49,8 @@ class NestInverter {
   int flattened() const { return flattened_; }
   int batched() const { return batched_; }
   int banded() const { return banded_; }
-  /// Per loop it made of rows: its slot, the rows' length, whether its folds are per row.
+  /// Per loop it made of rows: its slot, the rows' length, whether its folds are per row,
+  /// whether it accumulates rows into columns.
   const std::vector<tier0::Rows>& rows() const { return rows_; }
 
  private:
@@ -150,6 +151,11 @@ class NestInverter {
   /// the rows q are the nest's (m, r) in its order. Where a tile's epilogue was one block of
   /// at most MR rows, the band's runs in blocks of whole rows (flattened) or as one copy.
   Stmt banded(Stmt loop, const Band& band);
+
+  /// The inner loop of `nest` where it is a loop of rows of one innermost loop whose bounds
+  /// are invariant in the row and read no memory, `for i in [lo, hi): for j in [a, b): ...`
+  /// (what accumulates and folds_rows require of a nest's shape), else null.
+  const Stmt* rows_of_one_loop(const Stmt& nest) const;
 
   /// Whether `nest` is a loop of rows that accumulates each row into the same elements (a
   /// sum over a dim that is not the innermost: a bias's gradient, a norm's over the batch):

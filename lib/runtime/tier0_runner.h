@@ -137,6 +137,12 @@ class Runner {
   /// a load at the rows' offsets.
   void compute_per_row(Id id, const Expr& e, int64_t n);
 
+  /// The values per row that `o`'s block holds in this block (Form::Row, computed per row:
+  /// compute_per_row, not yet spread), or null.
+  const std::byte* row_block(Id o) const {
+    return loop_->form[o] == Form::Row && per_row_[o] == block_epoch_ ? block(o) : nullptr;
+  }
+
   /// Operand `o` of a per-row computation, one value per row: a broadcast as it is, a
   /// per-row value where it still is one, else its lanes at each row's first (into scratch
   /// `which`).
@@ -193,8 +199,9 @@ class Runner {
   void compute(Id id, int64_t n);
 
   /// Whether `e` is a comparison of two affine index values (a causal mask: a row's index
-  /// against a column's; a one-hot's class against the column; a bounds check), then
-  /// computed into `out` from their bases and strides, neither materialised in a block.
+  /// against a column's; a bounds check), or of one and a value of the row (a one-hot's class
+  /// against the column), then computed into `out` from their bases and strides (a value of
+  /// the row: its row's value, stride 0), neither materialised in a block.
   bool compare_affine(const Expr& e, uint8_t* out, int64_t n);
 
   /// Whether `e` is a two-operand operation of a value of the row (Form::Row, one value per
