@@ -79,6 +79,25 @@ Workload workload(const std::string& name) {
     return {[] { return std::vector<Tensor>{randn({1024, 512}, 7)}; },
             [](std::vector<Tensor>& in) { return lazyjit::sum(in[0] * 2.0, {0}); }};
   }
+  if (name == "embedding") {  // the GPT's first residual: token rows picked by an index (checked), positions, a sum
+    return {[] {
+              std::vector<int64_t> ids(16 * 64);
+              for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>((i * 37) % 65);
+              return std::vector<Tensor>{randn({65, 128}, 11), randn({64, 128}, 12), randn({1024, 128}, 13),
+                                         Tensor::from_vector<int64_t>(ids, {16, 64})};
+            },
+            [](std::vector<Tensor>& in) {
+              const Tensor h = lazyjit::reshape(lazyjit::embedding(in[0], in[3]) + in[1], {1024, 128});
+              return h + in[2];
+            }};
+  }
+  if (name == "embedding_sum") {  // a row statistic of the token rows (the first layer norm's mean)
+    Workload w = workload("embedding");
+    w.step = [](std::vector<Tensor>& in) {
+      return lazyjit::sum(lazyjit::reshape(lazyjit::embedding(in[0], in[3]) + in[1], {1024, 128}), {1});
+    };
+    return w;
+  }
   if (name == "row_scaled") {  // values of the row alone (a norm's statistics) beside the row's elements
     return {[] {
               const Tensor x = randn({1024, 128}, 8);
@@ -139,5 +158,7 @@ TIER0_ROWS(heads_cat);
 TIER0_ROWS(adam_vectors);
 TIER0_ROWS(column_sum);
 TIER0_ROWS(row_scaled);
+TIER0_ROWS(embedding);
+TIER0_ROWS(embedding_sum);
 
 }  // namespace

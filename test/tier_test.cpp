@@ -930,6 +930,124 @@ TEST(TierZeroTest, ASliceOfARowInRunsRunsAsOneLoop) {
   }
 }
 
+/// A check of each row's index (an embedding's), before the row's stores: tier 0 runs the
+/// checks ahead of the nest, a block of rows at a time, and then the nest as one loop over the
+/// slice (elementwise, in runs) or in batches of rows (a row's sum), reading the table's row
+/// that each index picks as one run per row. Where every index is in range, the stores in
+/// order (each element, and its offset in the table as a value, which puts that offset's
+/// lanes in its block); where one is not, the first row that fails is the one reported, and
+/// neither it nor any row after it has stored.
+TEST(TierZeroTest, TheChecksOfALoopsRowsRunAheadOfItsNest) {
+  auto kernel = [](bool sums) {
+    kir::Builder k;
+    const int ids = k.new_buffer(DType::Int64), status = k.new_buffer(DType::Int64);
+    const int table = k.new_buffer(DType::Float32), out = k.new_buffer(DType::Float32);
+    const int where = k.new_buffer(DType::Float32);
+    const kir::Id n = k.dim(k.new_dim()), entries = k.dim(k.new_dim());
+    auto checked = [&](kir::Id row) {
+      const kir::Id id = k.load(ids, row);
+      const kir::Id ok = k.op(ir::OpKind::LogicalAnd, DType::Bool,
+                              {k.op(ir::OpKind::Ge, DType::Bool, {id, k.index(0)}), k.op(ir::OpKind::Lt, DType::Bool, {id, entries})});
+      k.check(ok, id, status);
+      return id;
+    };
+    if (sums) {  // a rows kernel: out[row] = the sum of the picked row
+      const int sum = k.new_local(DType::Float32);
+      k.loop(k.begin(), k.end(), [&](kir::Id row) {
+        k.assign(sum, k.float_constant(DType::Float32, 0));
+        const kir::Id id = checked(row);
+        k.loop(k.index(0), n, [&](kir::Id j) { k.fold(sum, ir::OpKind::Add, k.load(table, k.add(k.mul(id, n), j))); });
+        k.store(out, row, k.local(sum));
+      });
+      k.kernel().kind = "row";
+      k.kernel().work = n;
+    } else {  // the slice [Begin, End) of the elements, in runs of n (KernelContext::for_runs)
+      k.loop(k.div(k.begin(), n), k.ceil_div(k.end(), n), [&](kir::Id run) {
+        const kir::Id id = checked(run);
+        const kir::Id base = k.mul(run, n);
+        k.loop(k.max(k.sub(k.begin(), base), k.index(0)), k.min(k.sub(k.end(), base), n), [&](kir::Id j) {
+          const kir::Id at = k.add(k.mul(id, n), j);
+          k.store(std::vector<int>{out, where}, {k.add(base, j), k.add(base, j)},
+                  {k.load(table, at), k.convert(at, DType::Float32)});
+        });
+      });
+      k.kernel().kind = "elementwise";
+      k.kernel().work = k.index(1);
+    }
+    k.kernel().count = k.index(0);
+    return k.take();
+  };
+  const runtime::Tier0Kernel runs(kernel(false)), rows(kernel(true));
+  EXPECT_EQ(runs.shape().checked_ahead, 1);
+  EXPECT_EQ(runs.shape().flattened, 1);
+  EXPECT_EQ(rows.shape().checked_ahead, 1);
+  EXPECT_EQ(rows.shape().batched, 1);
+  const int64_t entries = 5, count = 40;
+  for (const int64_t n : {1, 7, 128, 1500}) {
+    std::vector<float> table(static_cast<size_t>(entries * n));
+    for (size_t i = 0; i < table.size(); ++i) table[i] = 0.25f * static_cast<float>((i * 13) % 17);
+    for (const int64_t bad : {int64_t{-1}, int64_t{9}, int64_t{31}}) {  // the row with an index out of range, or none
+      std::vector<int64_t> ids(count);
+      for (int64_t r = 0; r < count; ++r) ids[static_cast<size_t>(r)] = (r * 3) % entries;
+      if (bad >= 0) ids[static_cast<size_t>(bad)] = bad % 2 == 0 ? -2 : entries + 4;
+      if (bad == 31) ids[35] = -7;  // a later row fails too: the first is reported
+      const int64_t dims[] = {n, entries};
+      // The elementwise kernel over elements [begin, end) of the count rows of n; the rows
+      // kernel over rows [begin / n, end / n).
+      for (const auto& [begin, end] : std::vector<std::pair<int64_t, int64_t>>{{0, count * n}, {n / 2 + 3, count * n - 1}}) {
+        std::vector<float> got(static_cast<size_t>(count * n), -1.0f), got_where = got, got_sums(count, -1.0f);
+        std::vector<float> want = got, want_where = got, want_sums = got_sums;
+        const int64_t first_row = begin / n, last_row = (end + n - 1) / n;
+        int64_t failed_row = -1;
+        for (int64_t r = first_row; r < last_row && failed_row < 0; ++r) {
+          const int64_t id = ids[static_cast<size_t>(r)];
+          if (id < 0 || id >= entries) failed_row = r;
+        }
+        for (int64_t e = begin; e < end && failed_row < 0; ++e) {
+          const int64_t at = ids[static_cast<size_t>(e / n)] * n + e % n;
+          want[static_cast<size_t>(e)] = table[static_cast<size_t>(at)];
+          want_where[static_cast<size_t>(e)] = static_cast<float>(at);
+        }
+        int64_t code = 0;
+        void* args[] = {ids.data(), &code, table.data(), got.data(), got_where.data()};
+        const int32_t status = runs.run(args, dims, begin, end);
+        const std::string what = "rows of " + std::to_string(n) + ", bad row " + std::to_string(bad) + ", slice " +
+                                 std::to_string(begin) + ".." + std::to_string(end);
+        if (failed_row < 0) {
+          ASSERT_EQ(status, 0) << what;
+          EXPECT_EQ(got, want) << what;
+          EXPECT_EQ(got_where, want_where) << what;
+        } else {
+          ASSERT_EQ(status, 1) << what;
+          EXPECT_EQ(code, ids[static_cast<size_t>(failed_row)]) << what;
+          for (int64_t e = failed_row * n; e < count * n; ++e) ASSERT_EQ(got[static_cast<size_t>(e)], -1.0f) << what;
+        }
+        // The rows kernel over whole rows.
+        const int64_t row_begin = begin / n, row_end = end / n;
+        int64_t failed = -1;
+        for (int64_t r = row_begin; r < row_end && failed < 0; ++r) {
+          const int64_t id = ids[static_cast<size_t>(r)];
+          if (id < 0 || id >= entries) failed = r;
+          float sum = 0;
+          for (int64_t j = 0; j < n && failed < 0; ++j) sum += table[static_cast<size_t>(id * n + j)];
+          if (failed < 0) want_sums[static_cast<size_t>(r)] = sum;
+        }
+        code = 0;
+        void* row_args[] = {ids.data(), &code, table.data(), got_sums.data(), nullptr};
+        const int32_t row_status = rows.run(row_args, dims, row_begin, row_end);
+        if (failed < 0) {
+          ASSERT_EQ(row_status, 0) << what;
+          EXPECT_EQ(got_sums, want_sums) << what;
+        } else {
+          ASSERT_EQ(row_status, 1) << what;
+          EXPECT_EQ(code, ids[static_cast<size_t>(failed)]) << what;
+          for (int64_t r = failed; r < count; ++r) ASSERT_EQ(got_sums[static_cast<size_t>(r)], -1.0f) << what;
+        }
+      }
+    }
+  }
+}
+
 /// Stores at offsets read from data may write one element twice: such a nest runs in its
 /// order (the element written by iterations (7, 0) and, before it, (0, 1) ends with the
 /// former's value; inverted it would end with the latter's).

@@ -222,7 +222,9 @@ int Program::build_block_loop(const Stmt& s, int depth, const std::vector<bool>&
                  !reads_written(e) && std::all_of(x.operands.begin(), x.operands.end(), same_along)) {
         along_row[e] = 1;
       }
-      if (along_row[e] != 0 && loop.form[e] == Form::Block) loop.form[e] = Form::Row;
+      // (Index arithmetic of data, a table's row picked by an index, is never affine: per row too.)
+      const bool of_data = loop.form[e] == Form::Index && memory(e);
+      if (along_row[e] != 0 && (loop.form[e] == Form::Block || of_data)) loop.form[e] = Form::Row;
     }
   }
 
@@ -372,6 +374,7 @@ Tier0Kernel::Tier0Kernel(const kir::Kernel& kernel) {
   p->flattened = inverted.flattened;
   p->batched = inverted.batched;
   p->banded = inverted.banded;
+  p->checked_ahead = inverted.checked_ahead;
   p->rows = std::move(inverted.rows);
   p->k = std::move(builder.kernel());
   p->table = &tier0::block_table();
@@ -402,7 +405,8 @@ Tier0Kernel::Tier0Kernel(Tier0Kernel&&) noexcept = default;
 Tier0Kernel& Tier0Kernel::operator=(Tier0Kernel&&) noexcept = default;
 
 Tier0Kernel::Shape Tier0Kernel::shape() const {
-  Shape shape{.flattened = program_->flattened, .batched = program_->batched, .banded = program_->banded};
+  Shape shape{.flattened = program_->flattened, .batched = program_->batched, .banded = program_->banded,
+              .checked_ahead = program_->checked_ahead};
   for (const tier0::BlockLoop& loop : program_->loops) shape.in_order += loop.block == 1 ? 1 : 0;
   for (const tier0::CopyNest& nest : program_->copy_nests) {
     for (const tier0::CopyNest::Inner& inner : nest.inners) shape.copies += static_cast<int>(inner.copies.size());

@@ -45,7 +45,7 @@ class Tier0Kernel {
   /// strided copies or fills of copy nests, nests flattened into one loop, loops of rows
   /// run a batch of rows at a time, and loops of micro-kernels run a band at a time.
   struct Shape {
-    int copies = 0, flattened = 0, batched = 0, banded = 0;
+    int copies = 0, flattened = 0, batched = 0, banded = 0, checked_ahead = 0;
     int in_order = 0;  ///< innermost loops that run one iteration at a time (they read what they write)
   };
   Shape shape() const;

@@ -1,6 +1,7 @@
 // Tier 0: innermost loops a block of lanes at a time (Runner, tier0_runner.h): index values
-// affine over a block or computed lane by lane, values once per row, broadcasts, loads and
-// stores as runs, folds, accumulations into columns, comparisons as runs of equal lanes.
+// affine over a block or computed lane by lane, broadcasts, loads and stores as runs, folds,
+// accumulations into columns (values of the row, and comparisons as runs of equal lanes:
+// tier0_rows.cpp).
 #include <algorithm>
 #include <bit>
 #include <cstring>
@@ -14,7 +15,7 @@ namespace lazyjit::runtime::tier0 {
 
 using lowering::internal_error;
 
-inline const std::byte* Runner::lanes(Id e, int64_t n) {
+const std::byte* Runner::lanes(Id e, int64_t n) {
   std::byte* out = block(e);
   if (ready(e)) return in_place_[e] != nullptr ? in_place_[e] : out;
   set_ready(e);
@@ -27,6 +28,14 @@ inline const std::byte* Runner::lanes(Id e, int64_t n) {
       by_size<Broadcast>(dtype_size(k_.exprs[e].dtype), out, static_cast<const void*>(f_.reg(e)), width_);
       b = {scratch_epoch_, f_.regs[e]};
     }
+  } else if (row_sum_[e] == block_epoch_) {  // a value of the row plus an affine one
+    const auto [row, column] = *row_plus_affine(e);
+    auto* o = reinterpret_cast<int64_t*>(out);
+    const Strides s = strides_of(column);
+    for_rows(n, [&](int64_t r, int64_t first, int64_t len) {
+      const int64_t at = row_value(row, r, first) + f_.index(column) + s.row * r;
+      for (int64_t i = 0; i < len; ++i) o[first + i] = at + s.lane * i;
+    });
   } else {  // an affine Index value (the others are computed into their blocks)
     auto* o = reinterpret_cast<int64_t*>(out);
     const int64_t base = f_.index(e);
@@ -36,54 +45,6 @@ inline const std::byte* Runner::lanes(Id e, int64_t n) {
     });
   }
   return out;
-}
-
-inline void Runner::compute_per_row(Id id, const Expr& e, int64_t n) {
-  const int64_t rows = rows_of(n);
-  in_place_[id] = nullptr;
-  std::byte* out = block(id);
-  per_row_[id] = block_epoch_;
-  if (e.kind == ExprKind::Op) {
-    const void* operands[3] = {};
-    for (size_t i = 0; i < e.operands.size(); ++i) operands[i] = row_values(e.operands[i], n, i);
-    p_.fn[id](operands, out, rows);
-    return;
-  }
-  // A load (or an array local's element) at an offset the same along each row.
-  const int64_t size = dtype_size(e.dtype);
-  const std::byte* base = e.kind == ExprKind::Load ? f_.buffer(e.slot) : f_.local(e.slot);
-  const auto* at = reinterpret_cast<const int64_t*>(row_values(e.operands[0], n, 0));
-  by_size<Gather>(size, out, base, at, rows);
-  if (e.kind == ExprKind::Load && e.dtype == DType::Bool) {
-    for (int64_t r = 0; r < rows; ++r) out[r] = std::byte{out[r] != std::byte{0}};
-  }
-}
-
-inline const std::byte* Runner::row_values(Id o, int64_t n, size_t which) {
-  if (loop_->form[o] == Form::Uniform) return lanes(o, n);
-  if (const std::byte* rows = row_block(o)) return rows;
-  const int64_t rows = rows_of(n), size = dtype_size(k_.exprs[o].dtype);
-  if (row_scratch_.size() < 3 * static_cast<size_t>(Tier0Kernel::kBlock) * 8) {
-    row_scratch_.resize(3 * static_cast<size_t>(Tier0Kernel::kBlock) * 8);
-  }
-  std::byte* out = row_scratch_.data() + which * static_cast<size_t>(Tier0Kernel::kBlock) * 8;
-  if (k_.exprs[o].kind == ExprKind::Index && affine_offset(o)) {
-    auto* v = reinterpret_cast<int64_t*>(out);
-    const Strides s = strides_of(o);
-    for (int64_t r = 0; r < rows; ++r) v[r] = f_.index(o) + s.row * r;
-    return out;
-  }
-  by_size<Strided>(size, out, lanes(o, n), 0, row_, rows);
-  return out;
-}
-
-inline void Runner::spread(std::byte* out, int64_t size, int64_t n) {
-  for (int64_t r = rows_of(n) - 1; r >= 0; --r) {
-    const int64_t first = r * row_, len = std::min(row_, n - first);
-    std::byte value[8];
-    std::memcpy(value, out + r * size, static_cast<size_t>(size));
-    by_size<Broadcast>(size, out + first * size, static_cast<const void*>(value), len);
-  }
 }
 
 inline std::optional<Strides> Runner::affine_strides(kir::IndexOp op, Id x, Id y, int64_t n) const {
@@ -143,6 +104,11 @@ inline void Runner::compute_index(Id id, const Expr& e, int64_t n) {
     }
   }
   affine_[id] = false;
+  if (op == kir::IndexOp::Add && row_plus_affine(id)) {  // its lanes put only where read
+    ready_[id] = 0;
+    row_sum_[id] = block_epoch_;
+    return;
+  }
   set_ready(id);
   auto* o = reinterpret_cast<int64_t*>(block(id));
   if ((op == kir::IndexOp::Div || op == kir::IndexOp::Rem) && affine_offset(x) && one_stride(x, n) &&
@@ -230,12 +196,12 @@ inline uint64_t Runner::stored_over(uint64_t writes) const {
 
 inline void Runner::compute(Id id, int64_t n) {
   const Expr& e = k_.exprs[id];
-  if (e.kind == ExprKind::Index) {
-    compute_index(id, e, n);
-    return;
-  }
   if (loop_->form[id] == Form::Row && row_ < n && aligned_) {  // (else lane by lane)
     compute_per_row(id, e, n);
+    return;
+  }
+  if (e.kind == ExprKind::Index) {
+    compute_index(id, e, n);
     return;
   }
   set_ready(id);
@@ -258,7 +224,9 @@ inline void Runner::compute(Id id, int64_t n) {
         return;
       }
       if (!affine) {
-        by_size<Gather>(size, out, base, reinterpret_cast<const int64_t*>(lanes(o, n)), n);
+        if (!read_row_runs(out, base, o, n, size)) {
+          by_size<Gather>(size, out, base, reinterpret_cast<const int64_t*>(lanes(o, n)), n);
+        }
       } else if (one) {
         read_run(out, base, f_.index(o), strides_of(o).lane, n, size);
       } else {
@@ -273,7 +241,12 @@ inline void Runner::compute(Id id, int64_t n) {
       return;
     }
     case ExprKind::Op: {
-      if (compare_affine(e, reinterpret_cast<uint8_t*>(out), n) || with_row_value(e, out, n)) return;
+      // (tier0_rows.cpp, called only where their case may hold: a comparison, a row's value)
+      if (ir::op_info(static_cast<ir::OpKind>(e.op)).dtype_rule == ir::DTypeRule::Compare) {
+        if (compare_affine(e, reinterpret_cast<uint8_t*>(out), n)) return;
+      } else if (e.operands.size() == 2 && (row_block(e.operands[0]) != nullptr || row_block(e.operands[1]) != nullptr)) {
+        if (with_row_value(e, out, n)) return;
+      }
       const void* operands[3] = {};
       for (size_t i = 0; i < e.operands.size(); ++i) operands[i] = lanes(e.operands[i], n);
       p_.fn[id](operands, out, n);
@@ -285,95 +258,6 @@ inline void Runner::compute(Id id, int64_t n) {
       return;
     default: internal_error("tier 0 met a block expression it does not know");
   }
-}
-
-inline bool Runner::with_row_value(const Expr& e, std::byte* out, int64_t n) {
-  if (e.operands.size() != 2 || ir::op_info(static_cast<ir::OpKind>(e.op)).dtype_rule != ir::DTypeRule::Same) return false;
-  const std::byte* first = row_block(e.operands[0]);
-  const std::byte* second = row_block(e.operands[1]);
-  if ((first == nullptr) == (second == nullptr)) return false;  // neither, or both (then e is one too)
-  const int which = first != nullptr ? 0 : 1;
-  const tier0::BlockFn fn = p_.table->same_with_scalar[which][e.op][static_cast<int>(e.dtype)];
-  if (fn == nullptr) return false;
-  const int64_t size = dtype_size(e.dtype);
-  const std::byte* rows = first != nullptr ? first : second;
-  const std::byte* lanes_of = lanes(e.operands[1 - which], n);
-  for_rows(n, [&](int64_t r, int64_t at, int64_t len) {
-    const void* operands[2];
-    operands[which] = rows + r * size;
-    operands[1 - which] = lanes_of + at * size;
-    fn(operands, out + at * size, len);
-  });
-  return true;
-}
-
-inline bool Runner::compare_affine(const Expr& e, uint8_t* out, int64_t n) {
-  if (ir::op_info(static_cast<ir::OpKind>(e.op)).dtype_rule != ir::DTypeRule::Compare) return false;
-  const Id x = e.operands[0], y = e.operands[1];
-  // A side is affine, or one value per row (a one-hot's class, loaded at the row) that this
-  // block holds per row: stride 0 along the row, its row's value at the row's first lane.
-  const auto* row_x = reinterpret_cast<const uint64_t*>(row_block(x));
-  const auto* row_y = reinterpret_cast<const uint64_t*>(row_block(y));
-  if (k_.exprs[x].dtype != DType::Int64 || !(row_x || affine_offset(x)) || !(row_y || affine_offset(y))) return false;
-  const auto op = static_cast<ir::OpKind>(e.op);
-  const Strides sx = row_x ? Strides{} : strides_of(x), sy = row_y ? Strides{} : strides_of(y);
-  const auto bx = static_cast<uint64_t>(f_.index(x)), by = static_cast<uint64_t>(f_.index(y));
-  auto each = [&](auto compare) {
-    for_rows(n, [&](int64_t r, int64_t first, int64_t len) {
-      // Index arithmetic wraps (kir::IndexOp): the lanes' values in unsigned steps.
-      const uint64_t ax = row_x ? row_x[r] : bx + static_cast<uint64_t>(sx.row * r);
-      const uint64_t ay = row_y ? row_y[r] : by + static_cast<uint64_t>(sy.row * r);
-      auto lane = [&](int64_t j) {
-        const auto i = static_cast<uint64_t>(j);
-        return static_cast<uint8_t>(compare(static_cast<int64_t>(ax + static_cast<uint64_t>(sx.lane) * i),
-                                            static_cast<int64_t>(ay + static_cast<uint64_t>(sy.lane) * i)));
-      };
-      if (!compare_by_segments(op, ax, sx.lane, ay, sy.lane, len, lane, out + first)) {
-        for (int64_t j = 0; j < len; ++j) out[first + j] = lane(j);
-      }
-    });
-  };
-  switch (op) {
-    case ir::OpKind::Eq: each([](int64_t a, int64_t b) { return a == b; }); break;
-    case ir::OpKind::Ne: each([](int64_t a, int64_t b) { return a != b; }); break;
-    case ir::OpKind::Lt: each([](int64_t a, int64_t b) { return a < b; }); break;
-    case ir::OpKind::Le: each([](int64_t a, int64_t b) { return a <= b; }); break;
-    case ir::OpKind::Gt: each([](int64_t a, int64_t b) { return a > b; }); break;
-    case ir::OpKind::Ge: each([](int64_t a, int64_t b) { return a >= b; }); break;
-    default: return false;
-  }
-  return true;
-}
-
-template <class Lane>
-bool Runner::compare_by_segments(ir::OpKind op, uint64_t a, int64_t sa, uint64_t b, int64_t sb, int64_t len,
-                                 const Lane& lane, uint8_t* out) {
-  using Wide = __int128;
-  auto fits = [&](uint64_t base, int64_t step) {
-    const Wide last = static_cast<Wide>(static_cast<int64_t>(base)) + static_cast<Wide>(step) * (len - 1);
-    return last >= std::numeric_limits<int64_t>::min() && last <= std::numeric_limits<int64_t>::max();
-  };
-  if (len <= 0 || !fits(a, sa) || !fits(b, sb)) return false;
-  const uint8_t head = lane(0);
-  if (op == ir::OpKind::Eq || op == ir::OpKind::Ne) {
-    const Wide d = static_cast<Wide>(static_cast<int64_t>(a)) - static_cast<int64_t>(b), k = static_cast<Wide>(sa) - sb;
-    const uint8_t apart = op == ir::OpKind::Ne;  // the value where the sides differ
-    std::memset(out, k == 0 ? head : apart, static_cast<size_t>(len));
-    if (k != 0 && d % k == 0 && -d / k >= 0 && -d / k < len) {  // the one lane where the sides meet
-      const auto at = static_cast<int64_t>(-d / k);
-      out[at] = lane(at);
-    }
-    return true;
-  }
-  int64_t lo = 0, hi = len;  // lane(j) == head for j < lo; the first other lane is in [lo, hi]
-  while (lo + 1 < hi) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    if (lane(mid) == head) lo = mid;
-    else hi = mid;
-  }
-  std::memset(out, head, static_cast<size_t>(hi));
-  std::memset(out + hi, head ^ 1, static_cast<size_t>(len - hi));
-  return true;
 }
 
 inline void Runner::write(std::byte* base, DType dtype, Id offset, Id value, int64_t n) {
@@ -391,7 +275,7 @@ inline void Runner::write(std::byte* base, DType dtype, Id offset, Id value, int
   }
 }
 
-inline void Runner::read_run(std::byte* out, const std::byte* base, int64_t at, int64_t stride, int64_t n, int64_t size) {
+void Runner::read_run(std::byte* out, const std::byte* base, int64_t at, int64_t stride, int64_t n, int64_t size) {
   if (stride == 1) std::memcpy(out, base + at * size, static_cast<size_t>(n * size));
   else if (stride == 0) by_size<Broadcast>(size, out, static_cast<const void*>(base + at * size), n);
   else by_size<Strided>(size, out, base, at, stride, n);
@@ -419,6 +303,7 @@ int32_t Runner::block_loop(const BlockLoop& loop, int64_t lo, int64_t hi) {
   if (rows) step = loop.block / row * row;
   width_ = std::min(step, hi - lo);
   row_ = rows ? row : width_;
+  rows_ = rows;
   entry_epoch_ = ++clock_;  // broadcasts are filled on first use
   if (&loop != filled_loop_ || width_ != filled_width_) {  // another loop's blocks, or other places
     ++scratch_epoch_;

@@ -49,6 +49,8 @@ class NestInverter {
   int flattened() const { return flattened_; }
   int batched() const { return batched_; }
   int banded() const { return banded_; }
+  /// How many loops' checks it runs ahead of their nests (checks_ahead).
+  int checked_ahead() const { return checked_ahead_; }
   /// Per loop it made of rows: its slot, the rows' length, whether its folds are per row,
   /// whether it accumulates rows into columns.
   const std::vector<tier0::Rows>& rows() const { return rows_; }
@@ -112,6 +114,17 @@ class NestInverter {
   /// outer variable lo + w / n and the inner one lo' + w % n (n iterations of the inner loop,
   /// m of the outer): one block where there were m short ones, the same stores in the same order.
   Stmt flattened(Stmt nest);
+
+  /// The check of a loop's rows (an index's range: an embedding's, a loss's labels), taken
+  /// out of `nest` into a loop of its own ahead of it, where `nest` is a loop whose body holds
+  /// one check and loops, and the check reads nothing the nest writes:
+  ///   for i: [..., check c(i), ..., for j: ...]   ->   for i: check c(i);  for i: [..., for j: ...]
+  /// Where the checks pass, the nest runs as before; where one fails, the first row that
+  /// fails is the one reported, as in order, and the nest has stored only less (a failed
+  /// kernel's results are never assigned). The checks run a block of rows at a time, and the
+  /// nest left is one that runs in runs, flattened or in batches, where a check among its
+  /// rows' statements kept it to a block per row. None where `nest` is not such a loop.
+  std::optional<Stmt> checks_ahead(Stmt& nest);
 
   /// Micro-kernels per band (banded): a band of rows of the product, its tiles' epilogue
   /// in blocks of whole rows.
@@ -215,7 +228,7 @@ class NestInverter {
   kir::Builder& b_;  // new expressions go after their operands, as the program's analysis wants
   const kir::Kernel& k_;
   const CopyNests nests_;  // of the kernel as given
-  int flattened_ = 0, batched_ = 0, banded_ = 0;
+  int flattened_ = 0, batched_ = 0, banded_ = 0, checked_ahead_ = 0;
   std::vector<tier0::Rows> rows_;
 };
 

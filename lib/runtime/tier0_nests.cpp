@@ -72,9 +72,30 @@ bool innermost(const Stmt& loop) {
                       [](const Stmt& s) { return s.kind == Stmt::Kind::For || s.kind == Stmt::Kind::Matmul; });
 }
 
+std::optional<Stmt> NestInverter::checks_ahead(Stmt& nest) {
+  if (nest.kind != Stmt::Kind::For || innermost(nest)) return std::nullopt;
+  const auto is_check = [](const Stmt& t) { return t.kind == Stmt::Kind::Check; };
+  if (std::count_if(nest.body.begin(), nest.body.end(), is_check) != 1) return std::nullopt;
+  const auto check = std::find_if(nest.body.begin(), nest.body.end(), is_check);
+  const Writes written = subtree_writes(nest.body);
+  for (Id v : check->values) {
+    if ((nests_.loads(v) & written.buffers) != 0 || (nests_.locals(v) & written.locals) != 0) return std::nullopt;
+  }
+  const auto [slot, row] = b_.new_var();
+  Stmt checks{.kind = Stmt::Kind::For, .slot = slot, .lo = nest.lo, .hi = nest.hi};
+  checks.body.push_back(std::move(*check));
+  nest.body.erase(check);
+  b_.substitute(checks.body, {{nest.slot, row}});
+  return checks;
+}
+
 void NestInverter::invert(std::vector<Stmt>& body) {
   std::vector<Stmt> out;
   for (Stmt& s : body) {
+    if (std::optional<Stmt> checks = checks_ahead(s)) {
+      out.push_back(*std::move(checks));
+      ++checked_ahead_;
+    }
     if (s.kind != Stmt::Kind::For || nests_.is_copy_nest(s)) {  // a copy nest runs as copies instead
       out.push_back(std::move(s));
     } else if (const std::optional<Band> b = band(s)) {
@@ -318,7 +339,7 @@ bool NestInverter::invertible(const Stmt& nest) const {
 Inverted invert_nests(kir::Builder& b) {
   NestInverter inverter(b);
   inverter.invert(b.kernel().body);
-  return {inverter.flattened(), inverter.batched(), inverter.banded(), inverter.rows()};
+  return {inverter.flattened(), inverter.batched(), inverter.banded(), inverter.checked_ahead(), inverter.rows()};
 }
 
 }  // namespace lazyjit::runtime::tier0

@@ -133,6 +133,7 @@ struct Inverted {
   int flattened = 0;  ///< nests flattened into one loop (a tile's rows, a slice in runs)
   int batched = 0;    ///< loops of rows run a batch of rows at a time
   int banded = 0;     ///< loops of micro-kernels run a band at a time, then the band's epilogue
+  int checked_ahead = 0;  ///< checks of a loop's rows run ahead of its nest, a block of rows at a time
   std::vector<Rows> rows;
 };
 

@@ -157,6 +157,7 @@ struct Tier0Kernel::Program {
   int flattened = 0;                         // nests the inverter flattened (Tier0Kernel::shape)
   int batched = 0;                           // loops of rows it batched (Tier0Kernel::shape)
   int banded = 0;                            // loops of micro-kernels it runs a band at a time
+  int checked_ahead = 0;                     // loops whose checks it runs ahead of their nests
   std::vector<tier0::Rows> rows;             // the loops the inverter made of rows
   std::vector<Id> root_hoisted;
   std::vector<Step> root;

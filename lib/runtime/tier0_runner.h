@@ -75,6 +75,7 @@ class Runner {
         row_step_(k_.exprs.size()),
         in_place_(k_.exprs.size()),
         per_row_(k_.exprs.size()),
+        row_sum_(k_.exprs.size()),
         stored_over_of_(p_.loops.size()),
         broadcast_(k_.exprs.size()) {}
 
@@ -223,6 +224,18 @@ class Runner {
 
   /// n elements of `size` bytes from base's element `at` on, `stride` elements apart, into out.
   static void read_run(std::byte* out, const std::byte* base, int64_t at, int64_t stride, int64_t n, int64_t size);
+
+  /// Whether index expression `sum` is a value of the row (Form::Row, its values in this
+  /// block) plus an affine value, in a block whose rows are the loop's: the offset of a row of
+  /// a table picked by an index (an embedding's, a gather's) and the column. Its lanes are put
+  /// in its block only where something reads them (lanes()); a load at it reads a run per row.
+  std::optional<std::pair<Id, Id>> row_plus_affine(Id sum) const;
+  /// Row r's value of Form::Row expression `row` (its first lane, `first`).
+  int64_t row_value(Id row, int64_t r, int64_t first);
+
+  /// A load at offset o (row_plus_affine) as one run per row of the block; else false (a
+  /// gather, lane by lane).
+  bool read_row_runs(std::byte* out, const std::byte* base, Id o, int64_t n, int64_t size);
   /// n elements of `size` bytes from in to base's element `at` on, `stride` elements apart,
   /// in order (one element: the last value).
   static void write_run(std::byte* base, int64_t at, int64_t stride, const std::byte* in, int64_t n, int64_t size);
@@ -252,6 +265,7 @@ class Runner {
   int64_t panel_of_ = -1;            // the b_base whose rows panel_ holds
   int64_t width_ = 0;                // its lanes per block (the first block's)
   int64_t row_ = 0;                  // its lanes per row: a flattened nest's inner loop, else width_
+  bool rows_ = false;                // the running loop's blocks are rows of row_ (BlockLoop::row)
   bool aligned_ = false;             // the running block begins a row
   // Per expression: the epoch in which its lanes were put in its block (the loop entry's for
   // a broadcast, the block's for the others); an Index expression is affine in this block,
@@ -263,6 +277,7 @@ class Runner {
   std::vector<int64_t> lane_step_, row_step_;
   std::vector<const std::byte*> in_place_;  // per expression: its lanes where they lie (a load), or null
   std::vector<uint64_t> per_row_;           // per Form::Row expression: the block whose rows' values its block holds
+  std::vector<uint64_t> row_sum_;           // per Index expression: the block in which it is row_plus_affine, its lanes not yet put
   std::vector<std::byte> row_scratch_;      // operands of per-row computations (row_values)
   uint64_t stored_over_ = 0;                // the running block loop's stored_over
   std::vector<std::optional<uint64_t>> stored_over_of_;  // per block loop, once known in this call
