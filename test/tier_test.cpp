@@ -1048,6 +1048,62 @@ TEST(TierZeroTest, TheChecksOfALoopsRowsRunAheadOfItsNest) {
   }
 }
 
+/// A scatter-add (an embedding's gradient: each row of x added into the row of B its index
+/// picks, B[idx[i] n + j] += x[i n + j]) runs in batches of rows like an accumulation into
+/// columns: x for the batch, then each row added into B in the rows' order, so rows that pick
+/// one row of B add into it in turn: the sums in order, bit for bit.
+TEST(TierZeroTest, RowsAddedIntoTheRowsTheirIndicesPickRunInBatchesInOrder) {
+  kir::Builder k;
+  const int ids = k.new_buffer(DType::Int64), x = k.new_buffer(DType::Float32), b = k.new_buffer(DType::Float32);
+  const kir::Id n = k.dim(k.new_dim());
+  k.loop(k.begin(), k.end(), [&](kir::Id row) {
+    const kir::Id picked = k.mul(k.load(ids, row), n);
+    k.loop(k.index(0), n, [&](kir::Id j) {
+      const kir::Id at = k.add(picked, j);
+      k.store(b, at, k.op(ir::OpKind::Add, DType::Float32, {k.load(b, at), k.load(x, k.add(k.mul(row, n), j))}));
+    });
+  });
+  k.kernel().kind = "row";
+  k.kernel().count = k.index(0);
+  k.kernel().work = n;
+  const runtime::Tier0Kernel kernel(k.take());
+  EXPECT_EQ(kernel.shape().batched, 1);
+  {  // An index read from B itself may change as the rows add into B: that nest keeps its order.
+    kir::Builder self;
+    const int into = self.new_buffer(DType::Float32), from = self.new_buffer(DType::Float32);
+    const kir::Id m = self.dim(self.new_dim());
+    self.loop(self.begin(), self.end(), [&](kir::Id row) {
+      const kir::Id picked = self.mul(self.convert(self.load(into, row), DType::Int64), m);
+      self.loop(self.index(0), m, [&](kir::Id j) {
+        const kir::Id at = self.add(picked, j);
+        self.store(into, at, self.op(ir::OpKind::Add, DType::Float32, {self.load(into, at), self.load(from, j)}));
+      });
+    });
+    self.kernel().kind = "row";
+    self.kernel().count = self.index(0);
+    self.kernel().work = m;
+    EXPECT_EQ(runtime::Tier0Kernel(self.take()).shape().batched, 0);
+  }
+  const int64_t rows = 300, entries = 7;
+  std::vector<int64_t> idx(rows);
+  for (int64_t r = 0; r < rows; ++r) idx[static_cast<size_t>(r)] = (r * r + 3 * r) % entries;
+  for (const int64_t n : {1, 5, 64, 1100}) {
+    std::vector<float> xs(static_cast<size_t>(rows * n));
+    for (size_t i = 0; i < xs.size(); ++i) xs[i] = 1.0f / static_cast<float>(1 + (i * 7) % 13) + 1e4f * static_cast<float>(i % 3);
+    for (const auto& [begin, end] : std::vector<std::pair<int64_t, int64_t>>{{0, rows}, {17, 250}}) {
+      std::vector<float> got(static_cast<size_t>(entries * n), 0.5f), want = got;
+      for (int64_t r = begin; r < end; ++r) {
+        for (int64_t j = 0; j < n; ++j) {
+          want[static_cast<size_t>(idx[static_cast<size_t>(r)] * n + j)] += xs[static_cast<size_t>(r * n + j)];
+        }
+      }
+      void* args[] = {idx.data(), xs.data(), got.data()};
+      ASSERT_EQ(kernel.run(args, &n, begin, end), 0);
+      EXPECT_EQ(got, want) << "rows of " << n << ", rows " << begin << ".." << end;
+    }
+  }
+}
+
 /// Stores at offsets read from data may write one element twice: such a nest runs in its
 /// order (the element written by iterations (7, 0) and, before it, (0, 1) ends with the
 /// former's value; inverted it would end with the latter's).

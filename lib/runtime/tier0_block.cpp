@@ -423,6 +423,16 @@ inline void Runner::accumulate(const Stmt& s, int64_t n) {
   const int64_t size = dtype_size(k_.exprs[value].dtype);
   std::byte* base = f_.buffer(s.buffers[0]);
   const std::byte* x = lanes(k_.exprs[value].operands[1], n);
+  if (const auto parts = affine_offset(offset) ? std::nullopt : row_plus_affine(offset);
+      parts && strides_of(parts->second).lane == 1) {  // the row's elements picked by data (a scatter-add): row by row, in order
+    const Strides st = strides_of(parts->second);
+    for_rows(n, [&](int64_t r, int64_t first, int64_t len) {
+      std::byte* at = base + (row_value(parts->first, r, first) + f_.index(parts->second) + st.row * r) * size;
+      const void* operands[] = {at, x + first * size};
+      combine(operands, at, len);
+    });
+    return;
+  }
   if (affine_offset(offset) && strides_of(offset).lane == 1) {
     const Strides st = strides_of(offset);
     for_rows(n, [&](int64_t r, int64_t first, int64_t len) {

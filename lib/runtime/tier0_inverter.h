@@ -171,12 +171,14 @@ class NestInverter {
   const Stmt* rows_of_one_loop(const Stmt& nest) const;
 
   /// Whether `nest` is a loop of rows that accumulates each row into the same elements (a
-  /// sum over a dim that is not the innermost: a bias's gradient, a norm's over the batch):
+  /// sum over a dim that is not the innermost: a bias's gradient, a norm's over the batch),
+  /// or into the elements that data picks per row (a scatter-add: an embedding's gradient):
   ///   for i in [lo, hi): for j in [a, b): B[o] = op(B[o], x)
-  /// with a, b and o invariant in i and reading no memory, op an elementwise operation of
-  /// two operands, and x reading nothing the nest stores. Row by row, each element of B is
-  /// combined with the rows' values in their order; a tier-0 block per row paid its fixed
-  /// cost per row of j.
+  /// with a and b invariant in i and reading no memory, o either invariant in i and reading
+  /// no memory or reading memory the nest does not store, op an elementwise operation of two
+  /// operands, and x reading nothing the nest stores. Row by row, each element of B is
+  /// combined with the rows' values in their order (rows that pick one element, in turn); a
+  /// tier-0 block per row paid its fixed cost per row of j.
   bool accumulates(const Stmt& nest) const;
 
   /// Whether `nest` is a loop of rows that folds every row into the same accumulators (a
