@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,13 @@ Workload workload(const std::string& name) {
     };
     return w;
   }
+  if (name == "causal_softmax") {  // attention's weights: scores masked causally, a softmax over each row of 64
+    return {[] { return std::vector<Tensor>{randn({16, 4, 64, 64}, 14)}; },
+            [](std::vector<Tensor>& in) {
+              const Tensor causal = lazyjit::ge(lazyjit::unsqueeze(lazyjit::arange(64), 1), lazyjit::arange(64));
+              return lazyjit::softmax(lazyjit::where(causal, in[0] * 0.125, -std::numeric_limits<double>::infinity()), -1);
+            }};
+  }
   if (name == "row_scaled") {  // values of the row alone (a norm's statistics) beside the row's elements
     return {[] {
               const Tensor x = randn({1024, 128}, 8);
@@ -160,5 +168,6 @@ TIER0_ROWS(column_sum);
 TIER0_ROWS(row_scaled);
 TIER0_ROWS(embedding);
 TIER0_ROWS(embedding_sum);
+TIER0_ROWS(causal_softmax);
 
 }  // namespace
