@@ -43,7 +43,8 @@ class Tier0Kernel {
 
   /// What tier 0 made of the kernel's loop nests (tier0_nests.cpp), for tests: stores run as
   /// strided copies or fills of copy nests, nests flattened into one loop, loops of rows
-  /// run a batch of rows at a time, and loops of micro-kernels run a band at a time.
+  /// run a batch of rows at a time, loops of micro-kernels run a band at a time, and loops
+  /// whose row checks run ahead of them.
   struct Shape {
     int copies = 0, flattened = 0, batched = 0, banded = 0, checked_ahead = 0;
     int in_order = 0;  ///< innermost loops that run one iteration at a time (they read what they write)

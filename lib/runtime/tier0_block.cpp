@@ -246,6 +246,18 @@ inline void Runner::compute(Id id, int64_t n) {
         if (compare_affine(e, reinterpret_cast<uint8_t*>(out), n)) return;
       } else if (e.operands.size() == 2 && (row_block(e.operands[0]) != nullptr || row_block(e.operands[1]) != nullptr)) {
         if (with_row_value(e, out, n)) return;
+      } else if (e.operands.size() == 2 &&
+                 (loop_->form[e.operands[0]] == Form::Uniform) != (loop_->form[e.operands[1]] == Form::Uniform)) {
+        // An operand the same for the whole loop (a step size, a scale) as one value, not a
+        // broadcast block: the same scalar semantics, one block fewer read.
+        const int which = loop_->form[e.operands[0]] == Form::Uniform ? 0 : 1;
+        if (const tier0::BlockFn fn = p_.table->same_with_scalar[which][e.op][static_cast<int>(e.dtype)]) {
+          const void* operands[2];
+          operands[which] = f_.reg(e.operands[which]);
+          operands[1 - which] = lanes(e.operands[1 - which], n);
+          fn(operands, out, n);
+          return;
+        }
       }
       const void* operands[3] = {};
       for (size_t i = 0; i < e.operands.size(); ++i) operands[i] = lanes(e.operands[i], n);
@@ -423,8 +435,9 @@ inline void Runner::accumulate(const Stmt& s, int64_t n) {
   const int64_t size = dtype_size(k_.exprs[value].dtype);
   std::byte* base = f_.buffer(s.buffers[0]);
   const std::byte* x = lanes(k_.exprs[value].operands[1], n);
+  // The elements of a row that data picks (a scatter-add): row by row, in order.
   if (const auto parts = affine_offset(offset) ? std::nullopt : row_plus_affine(offset);
-      parts && strides_of(parts->second).lane == 1) {  // the row's elements picked by data (a scatter-add): row by row, in order
+      parts && strides_of(parts->second).lane == 1) {
     const Strides st = strides_of(parts->second);
     for_rows(n, [&](int64_t r, int64_t first, int64_t len) {
       std::byte* at = base + (row_value(parts->first, r, first) + f_.index(parts->second) + st.row * r) * size;
