@@ -4,6 +4,7 @@
 // read per row, a comparison with the column as runs of equal lanes.
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <utility>
 
