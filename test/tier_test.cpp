@@ -47,6 +47,15 @@ void for_runs(kir::Builder& k, kir::Id n, Body&& body) {
   });
 }
 
+/// Tier 0's kernel of `k`, of `kind`, one iteration of work per call (the tests run it over
+/// slices of their own).
+runtime::Tier0Kernel one_call_kernel(kir::Builder& k, const char* kind) {
+  k.kernel().kind = kind;
+  k.kernel().count = k.index(1);
+  k.kernel().work = k.index(1);
+  return runtime::Tier0Kernel(k.take());
+}
+
 /// The program these tests run: an elementwise kernel and a row kernel.
 std::vector<float> program(const std::vector<float>& x_values) {
   const Tensor x = Tensor::from_vector<float>(x_values, {64, 16});
@@ -337,10 +346,7 @@ TEST(TierZeroTest, MicroKernelsRunABandAtATimeBeforeTheirEpilogues) {
         });
       });
     });
-    k.kernel().kind = "tile";
-    k.kernel().count = k.index(1);
-    k.kernel().work = k.index(1);
-    const runtime::Tier0Kernel kernel(k.take());
+    const runtime::Tier0Kernel kernel = one_call_kernel(k, "tile");
     EXPECT_EQ(kernel.shape().banded, own_row ? 1 : 0);
     for (const int64_t rows : {1, 6, 95, 96, 97, 239}) {
       const int64_t kk = 5, used_cols = 29;
@@ -431,10 +437,7 @@ TEST(TierZeroTest, ALoopOfRowsAccumulatingIntoColumnsRunsInBatchesOfRows) {
         });
       });
     });
-    k.kernel().kind = "row";
-    k.kernel().count = k.index(1);
-    k.kernel().work = k.index(1);
-    const runtime::Tier0Kernel kernel(k.take());
+    const runtime::Tier0Kernel kernel = one_call_kernel(k, "row");
     EXPECT_EQ(kernel.shape().batched, 1);
     EXPECT_EQ(kernel.shape().in_order, 0);
     struct Case {
@@ -481,10 +484,7 @@ TEST(TierZeroTest, ValuesOfTheRowAloneAreComputedOncePerRow) {
     const kir::Id scaled = k.op(ir::OpKind::Mul, DType::Float32, {k.load(x, at), root});
     k.store(y, at, k.op(ir::OpKind::Add, DType::Float32, {scaled, shift}));
   });
-  k.kernel().kind = "element";
-  k.kernel().count = k.index(1);
-  k.kernel().work = k.index(1);
-  const runtime::Tier0Kernel kernel(k.take());
+  const runtime::Tier0Kernel kernel = one_call_kernel(k, "element");
   for (const int64_t width : {1, 3, 40}) {
     const int64_t rows = 2000 / width + 1, total = rows * width;
     const std::vector<float> values = ramp(total, 0.25f);
@@ -525,10 +525,7 @@ TEST(TierZeroTest, AComparisonOfAValueOfTheRowWithTheColumnIsTheComparisonInOrde
       k.store(outs[2 * i + 1], at, k.op(ops[i], DType::Bool, {k.sub(j, k.index(1)), cls}));
     }
   });
-  k.kernel().kind = "element";
-  k.kernel().count = k.index(1);
-  k.kernel().work = k.index(1);
-  const runtime::Tier0Kernel kernel(k.take());
+  const runtime::Tier0Kernel kernel = one_call_kernel(k, "element");
   for (const int64_t width : {1, 3, 40}) {
     const int64_t rows = 2000 / width + 1, total = rows * width;
     std::vector<int64_t> labels(static_cast<size_t>(rows));
@@ -574,10 +571,7 @@ TEST(TierZeroTest, RowsFoldedIntoOneAccumulatorRunInBatchesOfRows) {
       });
       k.store(out, v, k.local(acc));
     });
-    k.kernel().kind = "row";
-    k.kernel().count = k.index(1);
-    k.kernel().work = k.index(1);
-    const runtime::Tier0Kernel kernel(k.take());
+    const runtime::Tier0Kernel kernel = one_call_kernel(k, "row");
     EXPECT_EQ(kernel.shape().batched, 1);
     const runtime::tier0::FoldFn fold = runtime::tier0::block_table().fold[static_cast<int>(combine)][static_cast<int>(DType::Float32)];
     struct Case {

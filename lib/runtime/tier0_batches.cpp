@@ -135,11 +135,11 @@ bool NestInverter::accumulates(const Stmt& nest) const {
   const uint64_t row = bit(nest.slot);
   const Id o = store.offsets[0];
   const Expr& value = k_.exprs[store.values[0]];
-  const uint64_t stored = bit(store.buffers[0]);
-  // o the same for every row, or picked per row by data the nest does not store (a scatter)
-  if ((nests_.vars(o) & row) != 0 ? (nests_.loads(o) == 0 || (nests_.loads(o) & stored) != 0) : nests_.loads(o) != 0) {
-    return false;
-  }
+  const uint64_t stored = bit(store.buffers[0]), o_loads = nests_.loads(o);
+  const bool per_row = (nests_.vars(o) & row) != 0;
+  // o the same for every row and reading no memory, or picked per row by data the nest does
+  // not store (a scatter)
+  if (per_row ? o_loads == 0 || (o_loads & stored) != 0 : o_loads != 0) return false;
   if (value.kind != ExprKind::Op || value.operands.size() != 2) return false;
   if (ir::op_info(static_cast<ir::OpKind>(value.op)).dtype_rule != ir::DTypeRule::Same) return false;
   const Expr& acc = k_.exprs[value.operands[0]];

@@ -29,12 +29,12 @@ const std::byte* Runner::lanes(Id e, int64_t n) {
       b = {scratch_epoch_, f_.regs[e]};
     }
   } else if (row_sum_[e] == block_epoch_) {  // a value of the row plus an affine one
-    const auto [row, column] = *row_plus_affine(e);
+    const RowSum sum = *row_plus_affine(e);
     auto* o = reinterpret_cast<int64_t*>(out);
-    const Strides s = strides_of(column);
+    const int64_t lane = strides_of(sum.column).lane;
     for_rows(n, [&](int64_t r, int64_t first, int64_t len) {
-      const int64_t at = row_value(row, r, first) + f_.index(column) + s.row * r;
-      for (int64_t i = 0; i < len; ++i) o[first + i] = at + s.lane * i;
+      const int64_t at = row_start(sum, r, first);
+      for (int64_t i = 0; i < len; ++i) o[first + i] = at + lane * i;
     });
   } else {  // an affine Index value (the others are computed into their blocks)
     auto* o = reinterpret_cast<int64_t*>(out);
@@ -435,24 +435,22 @@ inline void Runner::accumulate(const Stmt& s, int64_t n) {
   const int64_t size = dtype_size(k_.exprs[value].dtype);
   std::byte* base = f_.buffer(s.buffers[0]);
   const std::byte* x = lanes(k_.exprs[value].operands[1], n);
-  // The elements of a row that data picks (a scatter-add): row by row, in order.
-  if (const auto parts = affine_offset(offset) ? std::nullopt : row_plus_affine(offset);
-      parts && strides_of(parts->second).lane == 1) {
-    const Strides st = strides_of(parts->second);
+  // Each row's elements in one call, rows in order, where o runs along the row: affine, or
+  // a row that data picks plus the column (a scatter-add).
+  auto by_rows = [&](auto&& row_start_at) {
     for_rows(n, [&](int64_t r, int64_t first, int64_t len) {
-      std::byte* at = base + (row_value(parts->first, r, first) + f_.index(parts->second) + st.row * r) * size;
+      std::byte* at = base + row_start_at(r, first) * size;
       const void* operands[] = {at, x + first * size};
       combine(operands, at, len);
     });
+  };
+  if (affine_offset(offset) && strides_of(offset).lane == 1) {
+    by_rows([&](int64_t r, int64_t) { return f_.index(offset) + strides_of(offset).row * r; });
     return;
   }
-  if (affine_offset(offset) && strides_of(offset).lane == 1) {
-    const Strides st = strides_of(offset);
-    for_rows(n, [&](int64_t r, int64_t first, int64_t len) {
-      std::byte* at = base + (f_.index(offset) + st.row * r) * size;
-      const void* operands[] = {at, x + first * size};
-      combine(operands, at, len);
-    });
+  if (const std::optional<RowSum> sum = affine_offset(offset) ? std::nullopt : row_plus_affine(offset);
+      sum && strides_of(sum->column).lane == 1) {
+    by_rows([&](int64_t r, int64_t first) { return row_start(*sum, r, first); });
     return;
   }
   const auto* at = reinterpret_cast<const int64_t*>(lanes(offset, n));

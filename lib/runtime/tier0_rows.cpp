@@ -161,28 +161,29 @@ bool Runner::compare_by_segments(ir::OpKind op, uint64_t a, int64_t sa, uint64_t
   return true;
 }
 
-std::optional<std::pair<Id, Id>> Runner::row_plus_affine(Id sum) const {
+std::optional<Runner::RowSum> Runner::row_plus_affine(Id sum) const {
   const Expr& x = k_.exprs[sum];
   if (!rows_ || !aligned_ || x.kind != ExprKind::Index || static_cast<kir::IndexOp>(x.op) != kir::IndexOp::Add) return std::nullopt;
-  auto of_row = [&](Id o) { return loop_->form[o] == Form::Row && (row_block(o) != nullptr || ready(o)); };
+  auto of_row = [&](Id o) { return row_block(o) != nullptr || (loop_->form[o] == Form::Row && ready(o)); };
   const Id a = x.operands[0], b = x.operands[1];
-  if (of_row(a) && affine_offset(b)) return std::pair{a, b};
-  if (of_row(b) && affine_offset(a)) return std::pair{b, a};
+  if (of_row(a) && affine_offset(b)) return RowSum{a, b};
+  if (of_row(b) && affine_offset(a)) return RowSum{b, a};
   return std::nullopt;
 }
 
-int64_t Runner::row_value(Id row, int64_t r, int64_t first) {
-  if (const std::byte* rows = row_block(row)) return reinterpret_cast<const int64_t*>(rows)[r];
-  return reinterpret_cast<const int64_t*>(block(row))[first];  // (ready: its lanes)
+int64_t Runner::row_start(const RowSum& sum, int64_t r, int64_t first) {
+  const std::byte* rows = row_block(sum.row);  // its values per row, or (ready) its lanes
+  const int64_t row = rows != nullptr ? reinterpret_cast<const int64_t*>(rows)[r]
+                                      : reinterpret_cast<const int64_t*>(block(sum.row))[first];
+  return row + f_.index(sum.column) + strides_of(sum.column).row * r;
 }
 
 bool Runner::read_row_runs(std::byte* out, const std::byte* base, Id o, int64_t n, int64_t size) {
-  const auto parts = row_plus_affine(o);
-  if (!parts) return false;
-  const auto [row, column] = *parts;
-  const Strides s = strides_of(column);
+  const std::optional<RowSum> sum = row_plus_affine(o);
+  if (!sum) return false;
+  const int64_t lane = strides_of(sum->column).lane;
   for_rows(n, [&](int64_t r, int64_t first, int64_t len) {
-    read_run(out + first * size, base, row_value(row, r, first) + f_.index(column) + s.row * r, s.lane, len, size);
+    read_run(out + first * size, base, row_start(*sum, r, first), lane, len, size);
   });
   return true;
 }

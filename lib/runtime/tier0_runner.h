@@ -229,9 +229,12 @@ class Runner {
   /// block) plus an affine value, in a block whose rows are the loop's: the offset of a row of
   /// a table picked by an index (an embedding's, a gather's) and the column. Its lanes are put
   /// in its block only where something reads them (lanes()); a load at it reads a run per row.
-  std::optional<std::pair<Id, Id>> row_plus_affine(Id sum) const;
-  /// Row r's value of Form::Row expression `row` (its first lane, `first`).
-  int64_t row_value(Id row, int64_t r, int64_t first);
+  struct RowSum {
+    Id row, column;  ///< the value of the row, the affine value
+  };
+  std::optional<RowSum> row_plus_affine(Id sum) const;
+  /// The sum's value at row r's first lane, `first` (each next lane: strides_of(column).lane on).
+  int64_t row_start(const RowSum& sum, int64_t r, int64_t first);
 
   /// A load at offset o (row_plus_affine) as one run per row of the block; else false (a
   /// gather, lane by lane).
