@@ -1,6 +1,7 @@
 // Tiers: tier 0 runs a new graph at once, compiled code takes over after the background
 // compile, and a graph runs the kernels other graphs compiled already. (That both tiers
 // compute the same values is the differential tests' business.)
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -629,6 +630,35 @@ TEST(TierZeroTest, AnInnermostLoopOfCopiesRunsAsCopies) {
           const size_t to = static_cast<size_t>((r % 3) * 4 * width + (r / 3) * width + j), at = static_cast<size_t>(r * width + j);
           EXPECT_EQ(y[to], ran ? x[at] : -1.0f) << width << " " << begin << ".." << end << ": row " << r << " " << j;
           EXPECT_EQ(filled[at], ran ? 2.5f : -1.0f);
+        }
+      }
+    }
+  }
+}
+
+/// Every ISA's row copy (a copy nest's contiguous rows of 16 to 512 bytes, in the ISA's
+/// widest moves, the last overlapping the one before) copies exactly each row's bytes, rows
+/// of any length in that range (a multiple of the move or not) at any pitch, and nothing
+/// between them.
+TEST(TierZeroTest, EveryIsasRowCopyCopiesExactlyTheRows) {
+  using runtime::tier0::kCopyRowsBytes;
+  for (int isa = 0; isa < 3; ++isa) {
+    const runtime::tier0::BlockTable* table = runtime::tier0::block_table_for(isa);
+    if (table == nullptr) continue;  // the CPU lacks it
+    for (const int64_t bytes : {int64_t{16}, int64_t{24}, int64_t{32}, int64_t{40}, int64_t{64}, int64_t{100},
+                                int64_t{128}, int64_t{200}, kCopyRowsBytes}) {
+      for (const int64_t pad : {int64_t{0}, int64_t{3}, int64_t{64}}) {
+        constexpr int64_t kRows = 5;
+        const int64_t in_row = bytes + pad, out_row = bytes + 2 * pad + 1;
+        std::vector<std::byte> in(static_cast<size_t>(kRows * in_row)), out(static_cast<size_t>(kRows * out_row + 7));
+        for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<std::byte>(i * 7 + 1);
+        std::fill(out.begin(), out.end(), std::byte{0xEE});
+        table->copy_rows(out.data() + 7, out_row, in.data(), in_row, kRows, bytes);
+        for (int64_t i = 0; i < static_cast<int64_t>(out.size()); ++i) {
+          const int64_t at = i - 7, row = at / out_row, col = at % out_row;
+          const bool copied = at >= 0 && row < kRows && col < bytes;
+          EXPECT_EQ(out[static_cast<size_t>(i)], copied ? in[static_cast<size_t>(row * in_row + col)] : std::byte{0xEE})
+              << table->isa << ": rows of " << bytes << " bytes, pad " << pad << ", byte " << i;
         }
       }
     }

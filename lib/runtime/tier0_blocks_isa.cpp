@@ -447,6 +447,31 @@ void fill_dtype(BlockTable& t) {
   if constexpr (D != DType::Bool) t.matmul[d] = &micro_kernel<T>;
 }
 
+// ---- rows of a copy nest --------------------------------------------------------------
+
+/// One row of W <= bytes bytes in W-byte moves, the last one overlapping the one before
+/// where the row is not a multiple of W bytes.
+template <int64_t W>
+inline void copy_row(std::byte* out, const std::byte* in, int64_t bytes) {
+  const std::byte* const last = in + bytes - W;
+  for (; in < last; in += W, out += W) std::memcpy(out, in, W);
+  std::memcpy(out - (in - last), last, W);
+}
+
+void copy_rows(std::byte* out, int64_t out_row, const std::byte* in, int64_t in_row, int64_t rows, int64_t bytes) {
+#if defined(__AVX512F__)
+  constexpr int64_t kWidest = 64;
+#elif defined(__AVX2__)
+  constexpr int64_t kWidest = 32;
+#else
+  constexpr int64_t kWidest = 16;
+#endif
+  for (int64_t r = 0; r < rows; ++r, out += out_row, in += in_row) {
+    if (bytes >= kWidest) copy_row<kWidest>(out, in, bytes);
+    else copy_row<16>(out, in, bytes);
+  }
+}
+
 }  // namespace
 
 void LAZYJIT_TIER0_FILL(BlockTable& table) {
@@ -459,6 +484,7 @@ void LAZYJIT_TIER0_FILL(BlockTable& table) {
   table.random[0][1] = &random<false, double>;
   table.random[1][0] = &random<true, float>;
   table.random[1][1] = &random<true, double>;
+  table.copy_rows = &copy_rows;
 }
 
 }  // namespace lazyjit::runtime::tier0

@@ -58,34 +58,21 @@ template <class T> struct ScatterStrided {
     for (int64_t i = 0; i < n; ++i) o[base + stride * i] = x[i];
   }
 };
-/// Copies a row of `bytes` bytes, 16 <= bytes <= kInlineRowBytes, source and destination
-/// apart, in 16-byte moves, the last one overlapping the one before where the row is not a
-/// multiple of 16 bytes.
-constexpr int64_t kInlineRowBytes = 512;
-inline void copy_row(std::byte* out, const std::byte* in, int64_t bytes) {
-  const std::byte* const last = in + bytes - 16;
-  for (; in < last; in += 16, out += 16) std::memcpy(out, in, 16);
-  std::memcpy(out - (in - last), last, 16);
-}
-
 /// A copy nest's store (tier0::CopyNest): rows of n elements, out's and in's rows and
-/// elements `*_row` and `*_col` elements apart.
+/// elements `*_row` and `*_col` elements apart. Contiguous rows of 16 bytes to
+/// kCopyRowsBytes take BlockTable::copy_rows instead.
 template <class T> struct Copy2d {
   void operator()(std::byte* out, int64_t out_row, int64_t out_col, const std::byte* in, int64_t in_row,
                   int64_t in_col, int64_t rows, int64_t n) const {
     T* o = reinterpret_cast<T*>(out);
     const T* x = reinterpret_cast<const T*>(in);
-    // The rows of a copy nest do not overlap. Rows of up to a few cache lines (a pack's panel
-    // of 32 columns) copy in moves inline: a call of memmove per row cost about as much as the
-    // row (a pack of B through it took 537 us against compiled code's 331). Rows under 16
-    // bytes (a pack of A's 6 rows per step of K, from a transposed operand) copy element by
-    // element.
-    const int64_t bytes = n * static_cast<int64_t>(sizeof(T));
+    // The rows of a copy nest do not overlap. Rows under 16 bytes (a pack of A's 6 rows per
+    // step of K, from a transposed operand) copy element by element: a call of memmove per
+    // row of a few elements costs more than the row.
+    const bool short_rows = n * static_cast<int64_t>(sizeof(T)) < 16;
     for (int64_t r = 0; r < rows; ++r, o += out_row, x += in_row) {
-      if (out_col == 1 && in_col == 1 && bytes > kInlineRowBytes) {
-        std::memcpy(o, x, static_cast<size_t>(bytes));
-      } else if (out_col == 1 && in_col == 1 && bytes >= 16) {
-        copy_row(reinterpret_cast<std::byte*>(o), reinterpret_cast<const std::byte*>(x), bytes);
+      if (out_col == 1 && in_col == 1 && !short_rows) {
+        std::memcpy(o, x, static_cast<size_t>(n) * sizeof(T));
       } else if (out_col == 1 && in_col == 1) {
         for (int64_t j = 0; j < n; ++j) o[j] = x[j];
       } else {
