@@ -1,12 +1,17 @@
 // Tiers: tier 0 runs a new graph at once, compiled code takes over after the background
 // compile, and a graph runs the kernels other graphs compiled already. (That both tiers
 // compute the same values is the differential tests' business.)
+#include <sched.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -19,6 +24,7 @@
 #include "lowering/kir.h"
 #include "lowering/lower.h"
 #include "lowering/plan.h"
+#include "runtime/background_compiler.h"
 #include "runtime/tier0.h"
 #include "runtime/tier0_blocks.h"
 #include "runtime/tier_up.h"
@@ -1260,6 +1266,37 @@ TEST(TierTest, AGraphRunsTheKernelsOtherGraphsCompiledWithoutWaiting) {
   wait_for_compiles();
   EXPECT_EQ(metrics().kernels_compiled, 1) << "the second run queued the new kernel's compile";
   EXPECT_FLOAT_EQ(other.to_vector<float>()[6], 3.0f * (6.0f - 3.0f) + 1.0f);
+}
+
+/// A job's kernels compile on helpers that take only idle cores (SCHED_IDLE); a job still
+/// running after the compiler's patience has its own thread take the kernels left. Here the
+/// one helper holds kernel 0 until kernels 1 and 2 are done, so only the job's thread can do
+/// them, at its normal policy, once the patience is over.
+TEST(BackgroundCompilerTest, KernelsCompileInIdleTimeAndTheJobsThreadTakesTheRestAfterItsPatience) {
+  auto policy = [] { return sched_getscheduler(0); };
+  {
+    runtime::BackgroundCompiler compiler(1, std::chrono::milliseconds(20));
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::vector<int> ran(3, -1);  // each kernel's thread's policy
+    compiler.for_each(3, [&](size_t i) {
+      std::unique_lock lock(mutex);
+      ran[i] = policy();
+      changed.notify_all();
+      if (i == 0) changed.wait_for(lock, std::chrono::seconds(30), [&] { return ran[1] >= 0 && ran[2] >= 0; });
+    });
+    EXPECT_EQ(ran[0], SCHED_IDLE);
+    EXPECT_EQ(ran[1], SCHED_OTHER);
+    EXPECT_EQ(ran[2], SCHED_OTHER);
+  }
+  {  // a job done within the patience: every kernel on the helpers
+    runtime::BackgroundCompiler compiler(2, std::chrono::seconds(60));
+    std::vector<std::atomic<int>> ran(5);
+    for (auto& r : ran) r = -1;
+    compiler.for_each(ran.size(), [&](size_t i) { ran[i] = policy(); });
+    for (const auto& r : ran) EXPECT_EQ(r.load(), SCHED_IDLE);
+    compiler.for_each(0, [&](size_t) { ADD_FAILURE() << "no kernels, no task"; });
+  }
 }
 
 /// The policy alone, on made-up times (a kernel's compile costing 50 ns): nothing before the

@@ -1,6 +1,7 @@
 // The background compile thread.
 #include "runtime/background_compiler.h"
 
+#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -15,11 +16,16 @@
 namespace lazyjit::runtime {
 namespace {
 
-/// A little below the user's threads: where both want the cores, the user's steps get about
-/// three quarters of them and the compile the rest. At 19 (idle time only) a GPT step's
-/// compile took so long that its first 20 steps, mostly on tier 0, took 20% longer in all
-/// (docs/benchmarks.md).
+/// The job's own thread, once it takes kernels beside the helpers: a little below the user's
+/// threads, who keep about three quarters of the cores where both want them.
 constexpr int kNice = 5;
+
+/// A helper takes the cores only where no other thread wants them (allowed without
+/// privilege; leaving SCHED_IDLE again is not).
+void run_when_idle() {
+  sched_param none{};
+  sched_setscheduler(0, SCHED_IDLE, &none);
+}
 
 // The live compilers, for the exit guards; never destroyed (they run during exit).
 std::mutex& registry_mutex() {
@@ -53,7 +59,8 @@ void guard_exit() {
 
 }  // namespace
 
-BackgroundCompiler::BackgroundCompiler(int threads) : threads_(std::max(1, threads)) {
+BackgroundCompiler::BackgroundCompiler(int threads, std::chrono::milliseconds patience)
+    : threads_(std::max(1, threads)), patience_(patience) {
   std::lock_guard lock(registry_mutex());
   registry().push_back(this);
 }
@@ -91,19 +98,44 @@ void BackgroundCompiler::stop() {
 }
 
 void BackgroundCompiler::for_each(size_t count, absl::FunctionRef<void(size_t)> task) const {
+  if (count == 0) return;
   std::atomic<size_t> next{0};
+  std::mutex mutex;
+  std::condition_variable done;
+  size_t finished = 0;  // guarded by `mutex`
+  std::atomic<bool> late{false};  // past the patience: the helpers take no more kernels
   auto work = [&] {
-    for (size_t i = next++; i < count; i = next++) task(i);
+    for (size_t i = next++; i < count; i = next++) {
+      task(i);
+      std::lock_guard lock(mutex);
+      if (++finished == count) done.notify_one();
+    }
   };
   std::vector<std::unique_ptr<StackThread>> helpers;
   const size_t threads = std::min(count, static_cast<size_t>(threads_));
-  for (size_t t = 1; t < threads; ++t) helpers.push_back(std::make_unique<StackThread>(kCompileThreadStackBytes, work));
-  work();
+  for (size_t t = 0; t < threads; ++t) {
+    helpers.push_back(std::make_unique<StackThread>(kCompileThreadStackBytes, [&] {
+      run_when_idle();
+      for (size_t i = next++; i < count; i = late ? count : next++) {
+        task(i);
+        std::lock_guard lock(mutex);
+        if (++finished == count) done.notify_one();
+      }
+    }));
+  }
+  {
+    std::unique_lock lock(mutex);
+    if (!done.wait_for(lock, patience_, [&] { return finished == count; })) {
+      late = true;
+      lock.unlock();
+      work();  // the kernels left at this thread's priority
+    }
+  }
   for (auto& helper : helpers) helper->join();
 }
 
 void BackgroundCompiler::loop() {
-  // Linux keeps a nice value per thread; threads this one starts (LLVM's) inherit it.
+  // Linux keeps a nice value per thread.
   setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), kNice);
   std::unique_lock lock(mutex_);
   for (;;) {

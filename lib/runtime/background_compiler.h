@@ -1,6 +1,7 @@
 // BackgroundCompiler: one low-priority thread that compiles graphs tier 0 is running.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -12,8 +13,14 @@
 namespace lazyjit::runtime {
 
 /// Runs jobs one at a time, in the order queued, on a thread of its own started with the
-/// first job. The thread runs a little below normal priority (nice 5), and so do the LLVM
-/// threads it starts: where the user's steps keep the cores busy they keep most of them.
+/// first job. A job's kernels compile on helper threads under SCHED_IDLE: they take only the
+/// time the user's threads leave the cores, and a user's thread that wakes on a core takes it
+/// from them at once. A nice value alone shares the cores but lets a waking thread wait out
+/// the running slice, and a step wakes a oneTBB worker for each kernel: at nice 5 a GPT step
+/// took 2-4x as long while its graph compiled (docs/benchmarks.md). A job still running after
+/// `patience` has its own thread (nice 5) take the kernels left beside the helpers: where the
+/// steps keep the cores busy, a compile still lands, sharing them. (A thread cannot leave
+/// SCHED_IDLE without privilege, so the helpers stay in it.)
 /// Destruction (or stop()) drops the jobs not started and waits for the running one.
 ///
 /// At exit every BackgroundCompiler stops before any static object is destroyed: a compile
@@ -22,8 +29,11 @@ namespace lazyjit::runtime {
 /// the main thread stops them; an atexit handler does it too where the main thread never queued.
 class BackgroundCompiler {
  public:
-  /// `threads`: how many kernels one job may compile at once (LAZYJIT_NUM_THREADS).
-  explicit BackgroundCompiler(int threads);
+  /// How long a job's kernels compile in idle time alone.
+  static constexpr std::chrono::milliseconds kPatience{1000};
+
+  /// `threads`: how many helpers compile a job's kernels at once (LAZYJIT_NUM_THREADS).
+  explicit BackgroundCompiler(int threads, std::chrono::milliseconds patience = kPatience);
   ~BackgroundCompiler();
   BackgroundCompiler(const BackgroundCompiler&) = delete;
   BackgroundCompiler& operator=(const BackgroundCompiler&) = delete;
@@ -33,11 +43,11 @@ class BackgroundCompiler {
   void wait_idle();
   void stop();
 
-  /// For a job: calls `task(i)` for each i in [0, count) on up to `threads` threads at the
-  /// compile thread's priority (it and helpers it starts, which inherit its nice value),
-  /// each taking the next task when done; returns when all have returned. Not the runtime's
-  /// oneTBB workers: a oneTBB task cannot be preempted, so a user's step would wait for a
-  /// kernel's compile on the core it wants.
+  /// For a job: calls `task(i)` for each i in [0, count) on up to `threads` helpers under
+  /// SCHED_IDLE, each taking the next task when done, and after `patience` on the calling
+  /// thread too; returns when all have returned. Not the runtime's oneTBB workers: a oneTBB
+  /// task cannot be preempted, so a user's step would wait for a kernel's compile on the core
+  /// it wants.
   void for_each(size_t count, absl::FunctionRef<void(size_t)> task) const;
 
  private:
@@ -49,6 +59,7 @@ class BackgroundCompiler {
   bool running_job_ = false;
   bool stopping_ = false;
   int threads_;
+  std::chrono::milliseconds patience_;
   std::thread thread_;
 };
 
