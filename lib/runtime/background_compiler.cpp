@@ -103,9 +103,10 @@ void BackgroundCompiler::for_each(size_t count, absl::FunctionRef<void(size_t)> 
   std::mutex mutex;
   std::condition_variable done;
   size_t finished = 0;  // guarded by `mutex`
-  std::atomic<bool> late{false};  // past the patience: the helpers take no more kernels
-  auto work = [&] {
-    for (size_t i = next++; i < count; i = next++) {
+  std::atomic<bool> late{false};  // past the patience: the job's thread takes the kernels left
+  // Takes the next kernel until none is left; a helper stops taking them once the job is late.
+  auto work = [&](bool helper) {
+    for (size_t i = next++; i < count; i = (helper && late) ? count : next++) {
       task(i);
       std::lock_guard lock(mutex);
       if (++finished == count) done.notify_one();
@@ -116,11 +117,7 @@ void BackgroundCompiler::for_each(size_t count, absl::FunctionRef<void(size_t)> 
   for (size_t t = 0; t < threads; ++t) {
     helpers.push_back(std::make_unique<StackThread>(kCompileThreadStackBytes, [&] {
       run_when_idle();
-      for (size_t i = next++; i < count; i = late ? count : next++) {
-        task(i);
-        std::lock_guard lock(mutex);
-        if (++finished == count) done.notify_one();
-      }
+      work(/*helper=*/true);
     }));
   }
   {
@@ -128,7 +125,7 @@ void BackgroundCompiler::for_each(size_t count, absl::FunctionRef<void(size_t)> 
     if (!done.wait_for(lock, patience_, [&] { return finished == count; })) {
       late = true;
       lock.unlock();
-      work();  // the kernels left at this thread's priority
+      work(/*helper=*/false);  // at this thread's priority
     }
   }
   for (auto& helper : helpers) helper->join();

@@ -18,9 +18,9 @@ namespace lazyjit::runtime {
 /// from them at once. A nice value alone shares the cores but lets a waking thread wait out
 /// the running slice, and a step wakes a oneTBB worker for each kernel: at nice 5 a GPT step
 /// took 2-4x as long while its graph compiled (docs/benchmarks.md). A job still running after
-/// `patience` has its own thread (nice 5) take the kernels left beside the helpers: where the
-/// steps keep the cores busy, a compile still lands, sharing them. (A thread cannot leave
-/// SCHED_IDLE without privilege, so the helpers stay in it.)
+/// `patience` has its own thread (nice 5) take the kernels left, the helpers finishing the
+/// ones they hold: where the steps keep the cores busy, a compile still lands, sharing them.
+/// (A thread cannot leave SCHED_IDLE without privilege, so the helpers cannot be raised.)
 /// Destruction (or stop()) drops the jobs not started and waits for the running one.
 ///
 /// At exit every BackgroundCompiler stops before any static object is destroyed: a compile
@@ -45,7 +45,7 @@ class BackgroundCompiler {
 
   /// For a job: calls `task(i)` for each i in [0, count) on up to `threads` helpers under
   /// SCHED_IDLE, each taking the next task when done, and after `patience` on the calling
-  /// thread too; returns when all have returned. Not the runtime's oneTBB workers: a oneTBB
+  /// thread instead; returns when all have returned. Not the runtime's oneTBB workers: a oneTBB
   /// task cannot be preempted, so a user's step would wait for a kernel's compile on the core
   /// it wants.
   void for_each(size_t count, absl::FunctionRef<void(size_t)> task) const;
