@@ -16,8 +16,8 @@
 namespace lazyjit::runtime {
 namespace {
 
-/// The job's own thread, once it takes kernels beside the helpers: a little below the user's
-/// threads, who keep about three quarters of the cores where both want them.
+/// The job's own thread, once it takes the kernels the helpers left: a little below the
+/// user's threads, who keep about three quarters of the cores where both want them.
 constexpr int kNice = 5;
 
 /// A helper takes the cores only where no other thread wants them (allowed without

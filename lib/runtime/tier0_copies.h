@@ -72,7 +72,7 @@ template <class T> struct Copy2d {
     const bool short_rows = n * static_cast<int64_t>(sizeof(T)) < 16;
     for (int64_t r = 0; r < rows; ++r, o += out_row, x += in_row) {
       if (out_col == 1 && in_col == 1 && !short_rows) {
-        std::memcpy(o, x, static_cast<size_t>(n) * sizeof(T));
+        std::memmove(o, x, static_cast<size_t>(n) * sizeof(T));
       } else if (out_col == 1 && in_col == 1) {
         for (int64_t j = 0; j < n; ++j) o[j] = x[j];
       } else {
