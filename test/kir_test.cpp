@@ -39,6 +39,22 @@ TEST(KernelIrTest, ExpressionsAreSharedFoldedAndDeadOnesDropped) {
   EXPECT_EQ(verify(kernel), "");
 }
 
+/// An index taken apart by a shape and put back together, (x / d) * d + x % d, is x (a
+/// reshape read through another: tier 0 then sees an affine offset where it saw divisions).
+TEST(KernelIrTest, AnIndexTakenApartAndPutBackTogetherIsTheIndex) {
+  Builder k;
+  const Id x = k.dim(k.new_dim()), d = k.dim(k.new_dim()), e = k.dim(k.new_dim());
+  const Id q = k.div(x, d), r = k.rem(x, d);
+  EXPECT_EQ(k.add(k.mul(q, d), r), x);
+  EXPECT_EQ(k.add(r, k.mul(d, q)), x);  // either order
+  // Two levels, as a reshape of a reshape builds them: ((x / d) / e * e + (x / d) % e) * d + x % d.
+  EXPECT_EQ(k.add(k.mul(k.add(k.mul(k.div(q, e), e), k.rem(q, e)), d), r), x);
+  // Not the same x or d: no change.
+  EXPECT_NE(k.add(k.mul(q, d), k.rem(e, d)), e);
+  EXPECT_NE(k.add(k.mul(k.div(x, e), d), r), x);
+  EXPECT_NE(k.add(k.mul(q, e), k.rem(x, e)), x);
+}
+
 TEST(KernelIrTest, TheTextShowsTheFrameTheExpressionsAndTheLoops) {
   const Kernel kernel = doubling();
   EXPECT_EQ(verify(kernel), "");

@@ -229,7 +229,7 @@ TEST(TierZeroTest, ANestThatOnlyCopiesRunsAsStridedCopies) {
         k.loop(k.index(0), lanes, [&](kir::Id j) {
           const kir::Id col = k.add(first, j);
           kir::Id at = transposed ? k.add(k.mul(col, depth), kk) : k.add(k.mul(kk, cols), col);
-          if (divide) at = k.add(k.mul(k.div(at, cols), cols), k.rem(at, cols));  // the same offset
+          if (divide) at = k.div(k.mul(at, k.index(2)), k.index(2));  // the same offset
           k.store(out, k.add(base, k.add(k.mul(kk, nr), j)), k.load(in, at));
         });
         k.loop(lanes, nr, [&](kir::Id j) {

@@ -136,6 +136,24 @@ std::optional<int64_t> Builder::constant_value(Id e) const {
   return x.bits;
 }
 
+std::optional<Id> Builder::recombined(Id multiple, Id rest) const {
+  const Expr& m = kernel_.exprs[multiple];
+  const Expr& r = kernel_.exprs[rest];
+  auto is = [&](const Expr& e, IndexOp op) { return e.kind == ExprKind::Index && static_cast<IndexOp>(e.op) == op; };
+  if (!is(m, IndexOp::Mul) || !is(r, IndexOp::Rem)) return std::nullopt;
+  const Id x = r.operands[0], d = r.operands[1];
+  for (int side = 0; side < 2; ++side) {
+    const Expr& quotient = kernel_.exprs[m.operands[side]];
+    if (m.operands[1 - side] == d && is(quotient, IndexOp::Div) && quotient.operands[0] == x &&
+        quotient.operands[1] == d) {
+      // Exact in the wrapping arithmetic for d > 0. A divisor of 0 (kir's division by zero
+      // is 0) is a dim of an empty shape, whose indices no loop visits.
+      return x;
+    }
+  }
+  return std::nullopt;
+}
+
 Id Builder::arith(IndexOp op, Id a, Id b) {
   const std::optional<int64_t> x = constant_value(a), y = constant_value(b);
   if (x && y && !((op == IndexOp::Div || op == IndexOp::Rem) && *y == 0)) {
@@ -154,6 +172,8 @@ Id Builder::arith(IndexOp op, Id a, Id b) {
     case IndexOp::Add:
       if (x == 0) return b;
       if (y == 0) return a;
+      if (const std::optional<Id> whole = recombined(a, b)) return *whole;
+      if (const std::optional<Id> whole = recombined(b, a)) return *whole;
       break;
     case IndexOp::Sub:
       if (y == 0) return a;

@@ -126,8 +126,8 @@ struct Kernel {
   std::vector<Stmt> body;     ///< runs iterations [Begin, End) of it
 };
 
-/// Builds a Kernel: expressions are hash-consed (an expression built twice is one Id), and
-/// constant index arithmetic is folded.
+/// Builds a Kernel: expressions are hash-consed (an expression built twice is one Id),
+/// constant index arithmetic is folded, and (x / d) * d + x % d is x.
 class Builder {
  public:
   Builder() = default;
@@ -221,6 +221,9 @@ class Builder {
  private:
   Id add(Expr e);
   void emit(Stmt s);
+  /// x where `multiple` is (x / d) * d (either order) and `rest` is x % d: an index taken
+  /// apart by a shape and put back together (a reshape's view of a reshape), else none.
+  std::optional<Id> recombined(Id multiple, Id rest) const;
 
   /// How many of the open loops `e` depends on: 1 + the position in open_ of the innermost
   /// loop whose variable it uses, or 0; all of them if it reads what the kernel writes.
