@@ -259,6 +259,40 @@ template <OpKind op, class T>
   else return b < a ? b : a;
 }
 
+/// n lanes of T as one GCC vector (the ISA's registers, as many as it takes), and the
+/// integer vector of its comparisons.
+template <class T, int n>
+using Lanes [[gnu::vector_size(n * sizeof(T))]] = T;
+template <class T, int n>
+using LaneMask [[gnu::vector_size(n * sizeof(T))]] = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+
+/// extremum<op> lane by lane, branch-free: the ordered choice, equal values (+0 and -0) by
+/// their bits (maximum: the AND, +0 unless both are -0; minimum: the OR), a NaN in either
+/// lane a quiet NaN.
+template <OpKind op, class T, int n>
+[[gnu::always_inline]] inline Lanes<T, n> extremum_lanes(Lanes<T, n> a, Lanes<T, n> b) {
+  using M = LaneMask<T, n>;
+  const auto ua = reinterpret_cast<M>(a), ub = reinterpret_cast<M>(b);
+  Lanes<T, n> r = op == OpKind::Maximum ? (a < b ? b : a) : (b < a ? b : a);
+  r = a == b ? reinterpret_cast<Lanes<T, n>>(op == OpKind::Maximum ? ua & ub : ua | ub) : r;
+  const Lanes<T, n> nan = Lanes<T, n>{} + std::numeric_limits<T>::quiet_NaN();
+  return (a != a) | (b != b) ? nan : r;
+}
+
+/// The kFoldLanes lanes of a fold combined in halves (lane j with lane j + width, width
+/// kFoldLanes / 2 down to 1), in registers: lane 0 of the result.
+template <class T, int n, class Combine>
+[[gnu::always_inline]] inline T halves(Lanes<T, n> lanes, const Combine& combine) {
+  if constexpr (n == 1) {
+    return lanes[0];
+  } else {
+    Lanes<T, n / 2> low, high;
+    std::memcpy(&low, &lanes, sizeof low);
+    std::memcpy(&high, reinterpret_cast<const char*>(&lanes) + sizeof low, sizeof high);
+    return halves<T, n / 2>(combine(low, high), combine);
+  }
+}
+
 template <OpKind op, class T>
 void fold(const void* values_raw, int64_t n, void* accumulator) {
   const auto* values = static_cast<const Stored<T>*>(values_raw);
@@ -272,20 +306,43 @@ void fold(const void* values_raw, int64_t n, void* accumulator) {
   };
   T acc = get<T>(accumulator, 0);
   if constexpr (op == OpKind::Add && std::is_floating_point_v<T>) {
-    T lanes[kFoldLanes] = {};
+    // Element i into lane i % kFoldLanes (the tail into the first lanes), the lanes then in
+    // halves: compiled code's order.
+    using V = Lanes<T, kFoldLanes>;
+    V lanes{};
     int64_t i = 0;
     for (; i + kFoldLanes <= n; i += kFoldLanes) {
-      for (int j = 0; j < kFoldLanes; ++j) lanes[j] += values[i + j];
+      V x;
+      std::memcpy(&x, values + i, sizeof x);
+      lanes += x;
     }
-    for (int j = 0; i + j < n; ++j) lanes[j] += values[i + j];
-    for (int width = kFoldLanes / 2; width > 0; width /= 2) {
-      for (int j = 0; j < width; ++j) lanes[j] += lanes[j + width];
-    }
-    acc += lanes[0];
-  } else if constexpr (op == OpKind::Maximum || op == OpKind::Minimum) {
+    // The tail with +0 in the lanes past it: exact, since a lane that starts at +0 is never
+    // -0 (x + y is -0 only where both are).
+    T tail[kFoldLanes] = {};
+    std::memcpy(tail, values + i, static_cast<size_t>(n - i) * sizeof(T));
+    V x;
+    std::memcpy(&x, tail, sizeof x);
+    lanes += x;
+    acc += halves<T, kFoldLanes>(lanes, [](auto a, auto b) { return a + b; });
+  } else if constexpr ((op == OpKind::Maximum || op == OpKind::Minimum) && std::is_floating_point_v<T>) {
     // maximum and minimum are commutative and associative, to the bit (a NaN wins as the
     // same quiet NaN, +0 beats -0 for maximum): the block's maxima kept in lanes and then
     // combined are the in-order result, without one compare waiting on the last.
+    using V = Lanes<T, kFoldLanes>;
+    V lanes;
+    for (int j = 0; j < kFoldLanes; ++j) lanes[j] = acc;  // (not V{} + acc: +0 + -0 is +0)
+    int64_t i = 0;
+    for (; i + kFoldLanes <= n; i += kFoldLanes) {
+      V x;
+      std::memcpy(&x, values + i, sizeof x);
+      lanes = extremum_lanes<op, T, kFoldLanes>(lanes, x);
+    }
+    for (; i < n; ++i) acc = combine(acc, static_cast<T>(values[i]));
+    acc = combine(acc, halves<T, kFoldLanes>(lanes, [](auto a, auto b) {
+      constexpr int width = sizeof(a) / sizeof(T);
+      return extremum_lanes<op, T, width>(a, b);
+    }));
+  } else if constexpr (op == OpKind::Maximum || op == OpKind::Minimum) {
     T lanes[kFoldLanes];
     for (T& lane : lanes) lane = acc;
     int64_t i = 0;
@@ -293,7 +350,7 @@ void fold(const void* values_raw, int64_t n, void* accumulator) {
       for (int j = 0; j < kFoldLanes; ++j) lanes[j] = combine(lanes[j], static_cast<T>(values[i + j]));
     }
     for (; i < n; ++i) acc = combine(acc, static_cast<T>(values[i]));
-    for (int width = kFoldLanes / 2; width > 0; width /= 2) {  // the lanes in halves: a few vector steps
+    for (int width = kFoldLanes / 2; width > 0; width /= 2) {
       for (int j = 0; j < width; ++j) lanes[j] = combine(lanes[j], lanes[j + width]);
     }
     acc = combine(acc, lanes[0]);
