@@ -778,10 +778,13 @@ TEST(TierZeroTest, AFlattenedNestReadsAndStoresItsRowsAsRows) {
 /// every row of the batch: the same values for rows of any length (none, 1, 7, 64, 600
 /// rows of which fill a block one at a time, 1500 longer than a block) and any slice of the
 /// rows. The values are multiples of 0.5 whose sums are exact, so any order of folding is
-/// the in-order result. A scan (a fold read back in its own loop) and a loop that reads what
-/// it stores are not batched.
+/// the in-order result. A sum that reads the row's elements of the output before the row
+/// stores them (what a softmax's scaling reads back, at the one offset the nest stores at)
+/// is batched too, and reads what was there; a scan (a fold read back in its own loop) and a
+/// sum that reads the next row's elements of the output (which that row stores) are not.
 TEST(TierZeroTest, ALoopOfRowsRunsInBatchesOfRows) {
-  auto rows_kernel = [](bool scan, bool reads_stored) {
+  enum class Sum { OfX, Scan, OfOutput, OfNextRowsOutput };
+  auto rows_kernel = [](Sum what) {
     kir::Builder k;
     const int x = k.new_buffer(DType::Float32), max_out = k.new_buffer(DType::Float32);
     const int sum_out = k.new_buffer(DType::Float32), row_out = k.new_buffer(DType::Float32);
@@ -794,8 +797,11 @@ TEST(TierZeroTest, ALoopOfRowsRunsInBatchesOfRows) {
       k.loop(k.index(0), n, [&](kir::Id j) { k.fold(max, ir::OpKind::Maximum, k.load(x, at(j))); });
       k.assign(sum, k.float_constant(DType::Float32, 0));
       k.loop(k.index(0), n, [&](kir::Id j) {
-        k.fold(sum, ir::OpKind::Add, f32(ir::OpKind::Sub, k.load(reads_stored ? row_out : x, at(j)), k.local(max)));
-        if (scan) k.store(row_out, at(j), k.local(sum));
+        const kir::Id summed = what == Sum::OfOutput           ? k.load(row_out, at(j))
+                               : what == Sum::OfNextRowsOutput ? k.load(row_out, k.add(at(j), n))
+                                                               : k.load(x, at(j));
+        k.fold(sum, ir::OpKind::Add, f32(ir::OpKind::Sub, summed, k.local(max)));
+        if (what == Sum::Scan) k.store(row_out, at(j), k.local(sum));
       });
       k.store(max_out, row, k.local(max));
       k.loop(k.index(0), n, [&](kir::Id j) {
@@ -808,30 +814,35 @@ TEST(TierZeroTest, ALoopOfRowsRunsInBatchesOfRows) {
     k.kernel().work = n;
     return k.take();
   };
-  EXPECT_EQ(runtime::Tier0Kernel(rows_kernel(true, false)).shape().batched, 0);
-  EXPECT_EQ(runtime::Tier0Kernel(rows_kernel(false, true)).shape().batched, 0);
-  const runtime::Tier0Kernel kernel(rows_kernel(false, false));
-  EXPECT_EQ(kernel.shape().batched, 1);
-  const int64_t rows = 37;
-  for (const int64_t n : {0, 1, 7, 64, 600, 1500}) {
-    for (const auto& [begin, end] : std::vector<std::pair<int64_t, int64_t>>{{0, 37}, {5, 30}, {36, 37}, {4, 4}}) {
-      std::vector<float> xs(static_cast<size_t>(rows * n));
-      for (size_t i = 0; i < xs.size(); ++i) xs[i] = 0.5f * static_cast<float>((i * 7) % 11);
-      std::vector<float> maxima(rows, -1), sums(rows, -1), out(xs.size(), -1);
-      std::vector<float> want_maxima = maxima, want_sums = sums, want_out = out;
-      for (int64_t r = begin; r < end; ++r) {
-        float m = -INFINITY, t = 0;
-        for (int64_t j = 0; j < n; ++j) m = std::max(m, xs[static_cast<size_t>(r * n + j)]);
-        for (int64_t j = 0; j < n; ++j) t += xs[static_cast<size_t>(r * n + j)] - m;
-        want_maxima[static_cast<size_t>(r)] = m;
-        want_sums[static_cast<size_t>(r)] = t;
-        for (int64_t j = 0; j < n; ++j) want_out[static_cast<size_t>(r * n + j)] = xs[static_cast<size_t>(r * n + j)] - m + t;
+  EXPECT_EQ(runtime::Tier0Kernel(rows_kernel(Sum::Scan)).shape().batched, 0);
+  EXPECT_EQ(runtime::Tier0Kernel(rows_kernel(Sum::OfNextRowsOutput)).shape().batched, 0);
+  for (const Sum what : {Sum::OfX, Sum::OfOutput}) {
+    const runtime::Tier0Kernel kernel(rows_kernel(what));
+    EXPECT_EQ(kernel.shape().batched, 1);
+    const int64_t rows = 37;
+    for (const int64_t n : {0, 1, 7, 64, 600, 1500}) {
+      for (const auto& [begin, end] : std::vector<std::pair<int64_t, int64_t>>{{0, 37}, {5, 30}, {36, 37}, {4, 4}}) {
+        std::vector<float> xs(static_cast<size_t>(rows * n));
+        for (size_t i = 0; i < xs.size(); ++i) xs[i] = 0.5f * static_cast<float>((i * 7) % 11);
+        std::vector<float> maxima(rows, -1), sums(rows, -1), out(xs.size());
+        for (size_t i = 0; i < out.size(); ++i) out[i] = -0.5f * static_cast<float>(i % 5);
+        std::vector<float> want_maxima = maxima, want_sums = sums, want_out = out;
+        for (int64_t r = begin; r < end; ++r) {
+          float m = -INFINITY, t = 0;
+          for (int64_t j = 0; j < n; ++j) m = std::max(m, xs[static_cast<size_t>(r * n + j)]);
+          for (int64_t j = 0; j < n; ++j) t += (what == Sum::OfOutput ? out : xs)[static_cast<size_t>(r * n + j)] - m;
+          want_maxima[static_cast<size_t>(r)] = m;
+          want_sums[static_cast<size_t>(r)] = t;
+          for (int64_t j = 0; j < n; ++j) want_out[static_cast<size_t>(r * n + j)] = xs[static_cast<size_t>(r * n + j)] - m + t;
+        }
+        void* args[] = {xs.data(), maxima.data(), sums.data(), out.data()};
+        ASSERT_EQ(kernel.run(args, &n, begin, end), 0);
+        const std::string where = std::string(what == Sum::OfOutput ? "reading back, " : "") + "rows of " +
+                                  std::to_string(n) + ", slice " + std::to_string(begin) + ".." + std::to_string(end);
+        EXPECT_EQ(maxima, want_maxima) << where;
+        EXPECT_EQ(sums, want_sums) << where;
+        EXPECT_EQ(out, want_out) << where;
       }
-      void* args[] = {xs.data(), maxima.data(), sums.data(), out.data()};
-      ASSERT_EQ(kernel.run(args, &n, begin, end), 0);
-      EXPECT_EQ(maxima, want_maxima) << "rows of " << n << ", slice " << begin << ".." << end;
-      EXPECT_EQ(sums, want_sums) << "rows of " << n << ", slice " << begin << ".." << end;
-      EXPECT_EQ(out, want_out) << "rows of " << n << ", slice " << begin << ".." << end;
     }
   }
 }

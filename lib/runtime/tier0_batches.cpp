@@ -238,7 +238,68 @@ bool NestInverter::batchable(const Stmt& nest) const {
       default: return false;
     }
   }
-  return any_fold && (stored & read) == 0;
+  if (!any_fold) return false;
+  if ((stored & read) == 0) return true;
+  // Read back: every store and load of such a buffer at one offset of the row and the
+  // column, which reads no memory (the first store's, its inner loop's variable renamed).
+  const uint64_t back = stored & read;
+  Id first = kir::kNone;
+  int first_var = -1;
+  auto same = [&](Id offset, int var) {
+    if (first == kir::kNone) {
+      first = offset;
+      first_var = var;
+      return nests_.loads(offset) == 0;
+    }
+    return same_offset(first, first_var, offset, var);
+  };
+  std::vector<int> checked(k_.exprs.size(), -2);  // per expression: the variable it was found right under
+  auto loads_ok = [&](auto&& self, Id e, int var) -> bool {
+    if ((nests_.loads(e) & back) == 0 || checked[e] == var) return true;
+    const Expr& x = k_.exprs[e];
+    if (x.kind == ExprKind::Load && (bit(x.slot) & back) != 0 && !same(x.operands[0], var)) return false;
+    if (!std::all_of(x.operands.begin(), x.operands.end(), [&](Id o) { return self(self, o, var); })) return false;
+    checked[e] = var;
+    return true;
+  };
+  auto statement_ok = [&](const Stmt& t, int var) {
+    for (size_t i = 0; i < t.values.size(); ++i) {
+      if (t.kind == Stmt::Kind::Store && (bit(t.buffers[i]) & back) != 0 && !same(t.offsets[i], var)) return false;
+      if (!loads_ok(loads_ok, t.values[i], var)) return false;
+    }
+    return std::all_of(t.offsets.begin(), t.offsets.end(), [&](Id o) { return loads_ok(loads_ok, o, var); });
+  };
+  Id bounds_lo = kir::kNone, bounds_hi = kir::kNone;  // the inner loops that touch them: one range
+  for (const Stmt& t : nest.body) {
+    if (t.kind != Stmt::Kind::For) {
+      if (!statement_ok(t, -1)) return false;
+      continue;
+    }
+    for (const Stmt& u : t.body) {
+      if (!statement_ok(u, t.slot)) return false;
+    }
+    const bool touches = (subtree_writes(t.body).buffers & back) != 0 ||
+                         std::any_of(t.body.begin(), t.body.end(), [&](const Stmt& u) {
+                           return std::any_of(u.values.begin(), u.values.end(),
+                                              [&](Id v) { return (nests_.loads(v) & back) != 0; });
+                         });
+    if (touches) {
+      if (bounds_lo != kir::kNone && (t.lo != bounds_lo || t.hi != bounds_hi)) return false;
+      bounds_lo = t.lo;
+      bounds_hi = t.hi;
+    }
+  }
+  return true;
+}
+
+bool NestInverter::same_offset(Id a, int va, Id b, int vb) const {
+  const auto var_bit = [](int v) { return v < 0 ? uint64_t{0} : bit(v); };
+  if (a == b) return (nests_.vars(a) & (var_bit(va) | var_bit(vb))) == 0 || va == vb;
+  const Expr& x = k_.exprs[a];
+  const Expr& y = k_.exprs[b];
+  if (x.kind == ExprKind::Var && y.kind == ExprKind::Var) return x.slot == va && y.slot == vb;
+  if (x.kind != ExprKind::Index || y.kind != ExprKind::Index || x.op != y.op) return false;
+  return same_offset(x.operands[0], va, y.operands[0], vb) && same_offset(x.operands[1], va, y.operands[1], vb);
 }
 
 Stmt NestInverter::batched(Stmt nest) {

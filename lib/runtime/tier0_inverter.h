@@ -206,11 +206,19 @@ class NestInverter {
   ///    bounds read neither the row nor memory;
   ///  - each local the nest writes is assigned in every row before the row reads or folds
   ///    it, and no inner loop reads a local it folds (a scan runs in order);
-  ///  - every store's offset reads the row, and nothing the nest reads is stored in it.
+  ///  - every store's offset reads the row, and nothing the nest reads is stored in it, but
+  ///    at the row's own elements: a buffer it stores is stored and read at one offset of the
+  ///    row and column (a softmax's exponentials stored, then read back to be scaled), which
+  ///    reads no memory.
   /// Rows then share nothing but what they read (a parameter donated to a result is read at
   /// each element before that element is written, which batching keeps), and the kernel IR
-  /// stores each element once, so the batches' order of stores is the same result.
+  /// stores each element once, so the batches' order of stores is the same result: a row's
+  /// statements keep their order, and what one reads back no other row's stores.
   bool batchable(const Stmt& nest) const;
+
+  /// Whether index expressions a (of loop variable va) and b (of vb) are the same function:
+  /// equal with vb read as va (-1: no variable).
+  bool same_offset(Id a, int va, Id b, int vb) const;
 
   /// `nest` (batchable) in batches of R rows, R the rows of its longest inner loop that a
   /// block holds (at least 1), each batch the rows [c R, c R + R) of the slice:
