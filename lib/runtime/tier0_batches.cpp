@@ -278,10 +278,11 @@ bool NestInverter::batchable(const Stmt& nest) const {
     for (const Stmt& u : t.body) {
       if (!statement_ok(u, t.slot)) return false;
     }
+    const auto reads_back = [&](Id e) { return (nests_.loads(e) & back) != 0; };
     const bool touches = (subtree_writes(t.body).buffers & back) != 0 ||
                          std::any_of(t.body.begin(), t.body.end(), [&](const Stmt& u) {
-                           return std::any_of(u.values.begin(), u.values.end(),
-                                              [&](Id v) { return (nests_.loads(v) & back) != 0; });
+                           return std::any_of(u.values.begin(), u.values.end(), reads_back) ||
+                                  std::any_of(u.offsets.begin(), u.offsets.end(), reads_back);
                          });
     if (touches) {
       if (bounds_lo != kir::kNone && (t.lo != bounds_lo || t.hi != bounds_hi)) return false;

@@ -307,7 +307,7 @@ void fold(const void* values_raw, int64_t n, void* accumulator) {
   T acc = get<T>(accumulator, 0);
   if constexpr (op == OpKind::Add && std::is_floating_point_v<T>) {
     // Element i into lane i % kFoldLanes (the tail into the first lanes), the lanes then in
-    // halves: compiled code's order.
+    // halves: tier 0's order (compiled code's is its vectoriser's: docs/semantics.md).
     using V = Lanes<T, kFoldLanes>;
     V lanes{};
     int64_t i = 0;
