@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 #include "ir/dtype_dispatch.h"
 #include "ir/philox.h"
@@ -286,9 +287,13 @@ template <class T, int n, class Combine>
   if constexpr (n == 1) {
     return lanes[0];
   } else {
-    Lanes<T, n / 2> low, high;
-    std::memcpy(&low, &lanes, sizeof low);
-    std::memcpy(&high, reinterpret_cast<const char*>(&lanes) + sizeof low, sizeof high);
+    // (Shuffles, not copies through memory: a 64-byte store read back as two halves stalls
+    // on store forwarding, one stall per step.)
+    const auto half = [&]<size_t... i>(std::index_sequence<i...>, auto from) {
+      return Lanes<T, n / 2>(__builtin_shufflevector(lanes, lanes, (decltype(from)::value + i)...));
+    };
+    const Lanes<T, n / 2> low = half(std::make_index_sequence<n / 2>(), std::integral_constant<size_t, 0>());
+    const Lanes<T, n / 2> high = half(std::make_index_sequence<n / 2>(), std::integral_constant<size_t, n / 2>());
     return halves<T, n / 2>(combine(low, high), combine);
   }
 }
@@ -318,11 +323,11 @@ void fold(const void* values_raw, int64_t n, void* accumulator) {
     }
     // The tail with +0 in the lanes past it: exact, since a lane that starts at +0 is never
     // -0 (x + y is -0 only where both are).
-    T tail[kFoldLanes] = {};
-    std::memcpy(tail, values + i, static_cast<size_t>(n - i) * sizeof(T));
-    V x;
-    std::memcpy(&x, tail, sizeof x);
-    lanes += x;
+    if (i < n) {
+      V tail{};
+      for (int j = 0; i + j < n; ++j) tail[j] = values[i + j];
+      lanes += tail;
+    }
     acc += halves<T, kFoldLanes>(lanes, [](auto a, auto b) { return a + b; });
   } else if constexpr ((op == OpKind::Maximum || op == OpKind::Minimum) && std::is_floating_point_v<T>) {
     // maximum and minimum are commutative and associative, to the bit (a NaN wins as the
