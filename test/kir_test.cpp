@@ -49,6 +49,10 @@ TEST(KernelIrTest, AnIndexTakenApartAndPutBackTogetherIsTheIndex) {
   EXPECT_EQ(k.add(r, k.mul(d, q)), x);  // either order
   // Two levels, as a reshape of a reshape builds them: ((x / d) / e * e + (x / d) % e) * d + x % d.
   EXPECT_EQ(k.add(k.mul(k.add(k.mul(k.div(q, e), e), k.rem(q, e)), d), r), x);
+  // The last two terms of a sum, as an offset is summed: p + (x / d) * d + x % d is p + x.
+  const Id p = k.dim(k.new_dim());
+  EXPECT_EQ(k.add(k.add(p, k.mul(q, d)), r), k.add(p, x));
+  EXPECT_EQ(k.add(r, k.add(k.mul(q, d), p)), k.add(p, x));
   // Not the same x or d: no change.
   EXPECT_NE(k.add(k.mul(q, d), k.rem(e, d)), e);
   EXPECT_NE(k.add(k.mul(k.div(x, e), d), r), x);

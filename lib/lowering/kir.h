@@ -127,7 +127,8 @@ struct Kernel {
 };
 
 /// Builds a Kernel: expressions are hash-consed (an expression built twice is one Id),
-/// constant index arithmetic is folded, and (x / d) * d + x % d is x.
+/// constant index arithmetic is folded, and (x / d) * d + x % d is x (also as the last two
+/// terms of a sum).
 class Builder {
  public:
   Builder() = default;
