@@ -240,8 +240,9 @@ bool NestInverter::batchable(const Stmt& nest) const {
   }
   if (!any_fold) return false;
   if ((stored & read) == 0) return true;
-  // Read back: every store and load of such a buffer at one offset of the row and the
-  // column, which reads no memory (the first store's, its inner loop's variable renamed).
+  // Read back: every store and load of such a buffer at one offset function of the row and
+  // the column, which reads no memory (the first one met; each other equal to it with its
+  // inner loop's variable renamed).
   const uint64_t back = stored & read;
   Id first = kir::kNone;
   int first_var = -1;
