@@ -172,11 +172,10 @@ Id Builder::arith(IndexOp op, Id a, Id b) {
     case IndexOp::Add:
       if (x == 0) return b;
       if (y == 0) return a;
-      if (const std::optional<Id> whole = recombined(a, b)) return *whole;
-      if (const std::optional<Id> whole = recombined(b, a)) return *whole;
-      // (p + (x / d) * d) + x % d, as an offset's terms are summed: p + x.
-      for (const auto [sum, rest] : {std::pair{a, b}, std::pair{b, a}}) {
-        const Expr& e = kernel_.exprs[sum];
+      for (const auto& [left, rest] : {std::pair{a, b}, std::pair{b, a}}) {
+        if (const std::optional<Id> whole = recombined(left, rest)) return *whole;
+        // (p + (x / d) * d) + x % d, as an offset's terms are summed: p + x.
+        const Expr& e = kernel_.exprs[left];
         if (e.kind != ExprKind::Index || static_cast<IndexOp>(e.op) != IndexOp::Add) continue;
         for (int side = 0; side < 2; ++side) {
           if (const std::optional<Id> whole = recombined(e.operands[side], rest)) {

@@ -238,12 +238,12 @@ bool NestInverter::batchable(const Stmt& nest) const {
       default: return false;
     }
   }
-  if (!any_fold) return false;
-  if ((stored & read) == 0) return true;
-  // Read back: every store and load of such a buffer at one offset function of the row and
-  // the column, which reads no memory (the first one met; each other equal to it with its
-  // inner loop's variable renamed).
-  const uint64_t back = stored & read;
+  return any_fold && ((stored & read) == 0 || reads_back_own_rows(nest, stored & read));
+}
+
+bool NestInverter::reads_back_own_rows(const Stmt& nest, uint64_t back) const {
+  // The offset function is the first one met, which reads no memory; each other one equals
+  // it with its inner loop's variable renamed.
   Id first = kir::kNone;
   int first_var = -1;
   auto same = [&](Id offset, int var) {
@@ -279,13 +279,10 @@ bool NestInverter::batchable(const Stmt& nest) const {
     for (const Stmt& u : t.body) {
       if (!statement_ok(u, t.slot)) return false;
     }
-    const auto reads_back = [&](Id e) { return (nests_.loads(e) & back) != 0; };
-    const bool touches = (subtree_writes(t.body).buffers & back) != 0 ||
-                         std::any_of(t.body.begin(), t.body.end(), [&](const Stmt& u) {
-                           return std::any_of(u.values.begin(), u.values.end(), reads_back) ||
-                                  std::any_of(u.offsets.begin(), u.offsets.end(), reads_back);
-                         });
-    if (touches) {
+    std::vector<Id> uses;
+    subtree_uses(t.body, uses);
+    if ((subtree_writes(t.body).buffers & back) != 0 ||
+        std::any_of(uses.begin(), uses.end(), [&](Id e) { return (nests_.loads(e) & back) != 0; })) {
       if (bounds_lo != kir::kNone && (t.lo != bounds_lo || t.hi != bounds_hi)) return false;
       bounds_lo = t.lo;
       bounds_hi = t.hi;

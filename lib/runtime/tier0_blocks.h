@@ -30,13 +30,13 @@ using FoldFn = void (*)(const void* values, int64_t n, void* accumulator);
 using MicroKernelFn = void (*)(const void* a, const int64_t* a_rows, bool packed_a, const void* b, int64_t b_base,
                                int64_t k, void* tile);
 
-/// Copies `rows` rows of `bytes` bytes, 16 <= bytes <= kCopyRowsBytes, out's and in's rows
+/// Copies `rows` rows of `bytes` bytes, kCopyRowsMinBytes <= bytes <= kCopyRowsBytes, out's and in's rows
 /// `out_row` and `in_row` bytes apart, no row of out overlapping one of in: a copy nest's
 /// contiguous rows (a pack's panel rows of 128 bytes, a band's epilogue), in the ISA's widest
 /// moves inline. A call of memmove per row cost about as much as the row.
 using CopyRowsFn = void (*)(std::byte* out, int64_t out_row, const std::byte* in, int64_t in_row, int64_t rows,
                             int64_t bytes);
-inline constexpr int64_t kCopyRowsBytes = 512;
+inline constexpr int64_t kCopyRowsMinBytes = 16, kCopyRowsBytes = 512;
 
 inline constexpr int kFoldLanes = 16;
 

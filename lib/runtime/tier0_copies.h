@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "runtime/tier0_blocks.h"
+
 namespace lazyjit::runtime::tier0 {
 
 /// Copies `n` elements of `size` bytes; bool values are read as 0 or 1.
@@ -59,17 +61,17 @@ template <class T> struct ScatterStrided {
   }
 };
 /// A copy nest's store (tier0::CopyNest): rows of n elements, out's and in's rows and
-/// elements `*_row` and `*_col` elements apart. Contiguous rows of 16 bytes to
+/// elements `*_row` and `*_col` elements apart. Contiguous rows of kCopyRowsMinBytes to
 /// kCopyRowsBytes take BlockTable::copy_rows instead.
 template <class T> struct Copy2d {
   void operator()(std::byte* out, int64_t out_row, int64_t out_col, const std::byte* in, int64_t in_row,
                   int64_t in_col, int64_t rows, int64_t n) const {
     T* o = reinterpret_cast<T*>(out);
     const T* x = reinterpret_cast<const T*>(in);
-    // The rows of a copy nest do not overlap. Rows under 16 bytes (a pack of A's 6 rows per
-    // step of K, from a transposed operand) copy element by element: a call of memmove per
-    // row of a few elements costs more than the row.
-    const bool short_rows = n * static_cast<int64_t>(sizeof(T)) < 16;
+    // The rows of a copy nest do not overlap. Rows under kCopyRowsMinBytes (a pack of A's 6
+    // rows per step of K, from a transposed operand) copy element by element: a call of
+    // memmove per row of a few elements costs more than the row.
+    const bool short_rows = n * static_cast<int64_t>(sizeof(T)) < kCopyRowsMinBytes;
     for (int64_t r = 0; r < rows; ++r, o += out_row, x += in_row) {
       if (out_col == 1 && in_col == 1 && !short_rows) {
         std::memmove(o, x, static_cast<size_t>(n) * sizeof(T));

@@ -216,6 +216,11 @@ class NestInverter {
   /// statements keep their order, and what one reads back no other row's stores.
   bool batchable(const Stmt& nest) const;
 
+  /// Whether `nest` (a loop of rows) stores and reads each buffer of `back` (slot bits) at
+  /// one offset function of the row and column only, over inner loops of one range: what a
+  /// row reads back of them, no other row stores (batchable's read-back case).
+  bool reads_back_own_rows(const Stmt& nest, uint64_t back) const;
+
   /// Whether index expressions a (of loop variable va) and b (of vb) are the same function:
   /// equal with vb read as va (-1: no variable).
   bool same_offset(Id a, int va, Id b, int vb) const;
