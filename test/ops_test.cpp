@@ -391,6 +391,21 @@ TEST(MatmulTest, EpilogueFusesIntoTheKernelAndOperandExpressionsIntoPacking) {
   EXPECT_EQ(metrics().kernels_launched - before.kernels_launched, 3);
 }
 
+/// A value of the product's shape that other kernels read (an MLP's x @ w + b, kept for its
+/// activation and its own uses) is stored by the product's epilogue, not by a kernel of its
+/// own that would read the product back.
+TEST(MatmulTest, AStoredValueOfTheProductIsItsEpilogue) {
+  std::mt19937 rng(31);
+  const Tensor x = random_tensor(rng, {70, 33}, DType::Float32), w = random_tensor(rng, {33, 40}, DType::Float32);
+  const Tensor bias = random_tensor(rng, {40}, DType::Float32), w2 = random_tensor(rng, {40, 9}, DType::Float32);
+  const Metrics before = metrics();
+  const Tensor h = matmul(x, w) + bias;  // read by gelu's pack and by the row sums
+  expect_matches(matmul(gelu(h), w2) + sum(h * h, {1}, true), "gelu(x@w+b)@w2 + sum((x@w+b)^2)", 40 * 16);
+  // Pack B of w, the product storing h, pack A of gelu(h), pack B of w2, h's row sums, and
+  // the second product with the sums as its epilogue: no kernel of h's own.
+  EXPECT_EQ(metrics().kernels_launched - before.kernels_launched, 6);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Views
 

@@ -91,6 +91,7 @@ class Planner {
     draft_kernels();
     for (size_t k = 0; k < drafts_.size(); ++k) {
       if (drafts_[k].group >= 0) fuse_into(k);
+      if (drafts_[k].spec.cut >= 0) fuse_product_into_cut(k);
     }
     return finish();
   }
@@ -185,7 +186,8 @@ class Planner {
   }
 
   /// Whether boundary `b` can be computed inside result kernel `k`: every user of b is
-  /// evaluated by k alone, at the element index, or is one of k's stages.
+  /// evaluated by k alone (others may read a user that is stored: a cut or a boundary), at
+  /// the element index, or is one of k's stages.
   bool readers_all_in(size_t k, int b) const {
     const KernelSpec& spec = drafts_[k].spec;
     const std::vector<bool> mine = region(spec);
@@ -194,7 +196,7 @@ class Planner {
       if (other == k || !drafts_[other].alive || drafts_[other].owner == b) continue;
       const std::vector<bool> theirs = region(drafts_[other].spec);
       for (int u : users_[b]) {
-        if (theirs[u]) return false;
+        if (theirs[u] && computes(drafts_[other].spec, u)) return false;
       }
     }
     for (int u : users_[b]) {
@@ -242,6 +244,23 @@ class Planner {
         owner.alive = false;
         changed = true;
       }
+    }
+  }
+
+  /// A cut of a product's shape that alone reads the product (an MLP's `x @ w + b`, kept for
+  /// its activation and its gradient) is stored by the product's epilogue: its own kernel
+  /// would read the product back from memory, once more on each tier.
+  void fuse_product_into_cut(size_t k) {
+    Draft& cut = drafts_[k];
+    const ir::Node& value = *graph_.nodes[cut.spec.cut];
+    for (Draft& owner : drafts_) {
+      const int b = owner.owner;
+      if (!owner.alive || owner.spec.kind != KernelKind::Matmul || !owner.spec.results.empty()) continue;
+      if (graph_.nodes[b]->shape() != value.shape() || !readers_all_in(k, b)) continue;
+      cut.spec.kind = KernelKind::Matmul;
+      cut.spec.domain = b;
+      owner.alive = false;
+      return;
     }
   }
 
@@ -371,6 +390,7 @@ std::vector<bool> region_of(const ir::Graph& graph, const std::vector<bool>& cut
   } else {
     for (int r : kernel.results) stack.push_back(graph.roots[r]);
     for (int s : kernel.stages) stack.push_back(s);
+    if (kernel.cut >= 0) stack.push_back(kernel.cut);
     if (stack.empty()) stack.push_back(kernel.domain);
     if (kernel.kind == KernelKind::Matmul) {  // operands read in place: buffers, or windows of them
       if (const int a = left_in_place(graph, cuts, kernel.domain); a >= 0) stack.push_back(a);

@@ -208,7 +208,7 @@ class Matmul {
 
   void epilogue(const Gemm& g, int tile, std::vector<Id> out, Id first_row, Id rows, Id col0, Id cols) {
     std::vector<std::pair<int, int>> temps;
-    for (int t : c.spec.temps) temps.emplace_back(g.product, c.plan.buffer_of[c.plan.temps[t].node]);
+    for (int t : c.spec.temps) temps.emplace_back(c.plan.temps[t].node, c.plan.buffer_of[c.plan.temps[t].node]);
     c.k.loop(c.i64(0), rows, [&](Id r) {
       c.k.loop(c.i64(0), cols, [&](Id j) {
         c.v.bind(g.product, c.k.local(tile, c.k.add(c.k.mul(r, c.i64(g.tile.nr)), j)));
