@@ -26,9 +26,10 @@ std::vector<int> folded_dims(const ir::Node& node) {
   return std::vector<int>(node.attrs().begin(), node.attrs().end());
 }
 
-/// Whether computing `node` in a kernel calls a math function (exp, erf, ...): what it computes
-/// up to the values in memory (parameters, boundaries, cuts) holds one.
-bool computes_math(const ir::Graph& graph, const std::vector<bool>& cuts, int node) {
+/// Whether computing `node` in a kernel computes an op that `is`: what it computes up to the
+/// values in memory (parameters, boundaries, cuts) holds one.
+template <class Predicate>
+bool computes_any(const ir::Graph& graph, const std::vector<bool>& cuts, int node, Predicate is) {
   std::vector<int> stack = {node};
   std::vector<bool> seen(graph.nodes.size(), false);
   while (!stack.empty()) {
@@ -36,10 +37,26 @@ bool computes_math(const ir::Graph& graph, const std::vector<bool>& cuts, int no
     stack.pop_back();
     if (seen[i] || graph.parameter_slot[i] >= 0 || is_boundary(graph, i) || (cuts[i] && i != node)) continue;
     seen[i] = true;
-    if (ir::calls_math(graph.nodes[i]->op())) return true;
+    if (is(graph.nodes[i]->op())) return true;
     for (int operand : graph.operands[i]) stack.push_back(operand);
   }
   return false;
+}
+
+/// Whether computing `node` in a kernel calls a math function (exp, erf, ...).
+bool computes_math(const ir::Graph& graph, const std::vector<bool>& cuts, int node) {
+  return computes_any(graph, cuts, node, [](OpKind op) { return ir::calls_math(op); });
+}
+
+/// Whether `node` is cheap enough to compute in a product's epilogue, tile row by tile row:
+/// no math functions and no reads picked by data (a gather) or by part (a cat). Either ran
+/// slower there than as a pass of its own over the stored product, on both tiers (a GPT
+/// step's gelu gradient, its token embeddings added to the residual stream).
+bool epilogue_cheap(const ir::Graph& graph, const std::vector<bool>& cuts, int node) {
+  return !computes_any(graph, cuts, node, [](OpKind op) {
+    return ir::calls_math(op) || op == OpKind::IndexSelect || op == OpKind::Gather || op == OpKind::OneHot ||
+           op == OpKind::Cat;
+  });
 }
 
 /// The value a product's operand views (through permutes, reshapes, expands and slices).
@@ -248,10 +265,11 @@ class Planner {
   }
 
   /// A cut of a product's shape that alone reads the product (an MLP's `x @ w + b`, kept for
-  /// its activation and its gradient) is stored by the product's epilogue: its own kernel
-  /// would read the product back from memory, once more on each tier.
+  /// its activation and its gradient) is stored by the product's epilogue where it is cheap
+  /// there (epilogue_cheap): its own kernel would read the product back from memory.
   void fuse_product_into_cut(size_t k) {
     Draft& cut = drafts_[k];
+    if (!epilogue_cheap(graph_, cuts_, cut.spec.cut)) return;
     const ir::Node& value = *graph_.nodes[cut.spec.cut];
     for (Draft& owner : drafts_) {
       const int b = owner.owner;
