@@ -166,6 +166,7 @@ int Program::build_block_loop(const Stmt& s, int depth, const std::vector<bool>&
   }
   const Writes written = subtree_writes(s.body);
   loop.writes = written.buffers;
+  loop.writes_locals = written.locals;
   std::vector<Id> uses;
   subtree_uses(s.body, uses);
   for (const tier0::Rows& r : rows) {

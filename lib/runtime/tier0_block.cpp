@@ -218,8 +218,9 @@ inline void Runner::compute(Id id, int64_t n) {
       }
       const Id o = e.operands[0];
       const bool affine = affine_offset(o), one = affine && one_stride(o, n);
-      if (e.kind == ExprKind::Load && e.dtype != DType::Bool && one && strides_of(o).lane == 1 &&
-          (stored_over_ & bit(e.slot)) == 0) {
+      const bool unchanged = e.kind == ExprKind::Load ? (stored_over_ & bit(e.slot)) == 0
+                                                      : (loop_->writes_locals & bit(e.slot)) == 0;
+      if (e.dtype != DType::Bool && one && strides_of(o).lane == 1 && unchanged) {
         in_place_[id] = base + f_.index(o) * size;  // read where it lies: nothing this loop stores reaches it
         return;
       }
@@ -229,8 +230,8 @@ inline void Runner::compute(Id id, int64_t n) {
         }
       } else if (one) {
         read_run(out, base, f_.index(o), strides_of(o).lane, n, size);
-      } else {
-        const Strides s = strides_of(o);
+      } else if (const Strides s = strides_of(o);
+                 s.lane != 1 || !move_rows(out, const_cast<std::byte*>(base), f_.index(o), s.row, n, size, true)) {
         for_rows(n, [&](int64_t r, int64_t first, int64_t len) {
           read_run(out + first * size, base, f_.index(o) + s.row * r, s.lane, len, size);
         });
@@ -279,12 +280,28 @@ inline void Runner::write(std::byte* base, DType dtype, Id offset, Id value, int
     by_size<Scatter>(size, base, in, reinterpret_cast<const int64_t*>(lanes(offset, n)), n);
   } else if (one_stride(offset, n)) {
     write_run(base, f_.index(offset), strides_of(offset).lane, in, n, size);
-  } else {
-    const Strides s = strides_of(offset);
+  } else if (const Strides s = strides_of(offset);
+             s.lane != 1 || !move_rows(const_cast<std::byte*>(in), base, f_.index(offset), s.row, n, size, false)) {
     for_rows(n, [&](int64_t r, int64_t first, int64_t len) {
       write_run(base, f_.index(offset) + s.row * r, s.lane, in + first * size, len, size);
     });
   }
+}
+
+bool Runner::move_rows(std::byte* block, std::byte* buffer, int64_t at, int64_t rows_apart, int64_t n, int64_t size,
+                       bool into_block) const {
+  const int64_t bytes = row_ * size, whole = n / row_;
+  if (whole < 2 || bytes < kCopyRowsMinBytes || bytes > kCopyRowsBytes) return false;
+  if (!into_block && rows_apart < row_) return false;  // rows written over each other: in order, row by row
+  std::byte* rows = buffer + at * size;
+  if (into_block) p_.table->copy_rows(block, bytes, rows, rows_apart * size, whole, bytes);
+  else p_.table->copy_rows(rows, rows_apart * size, block, bytes, whole, bytes);
+  if (const int64_t rest = n - whole * row_; rest > 0) {  // a last row shorter than the others
+    std::byte* last = rows + whole * rows_apart * size;
+    if (into_block) std::memcpy(block + whole * bytes, last, static_cast<size_t>(rest * size));
+    else std::memcpy(last, block + whole * bytes, static_cast<size_t>(rest * size));
+  }
+  return true;
 }
 
 void Runner::read_run(std::byte* out, const std::byte* base, int64_t at, int64_t stride, int64_t n, int64_t size) {

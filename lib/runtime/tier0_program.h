@@ -85,7 +85,8 @@ struct BlockLoop {
   std::vector<int> slot;    ///< per expression: its block in the scratch, or -1
   int slots = 0;
   std::vector<Id> entry;    ///< loop invariants the loop uses, evaluated at its entry
-  uint64_t writes = 0;      ///< the buffers its body stores to, as slot bits
+  uint64_t writes = 0;         ///< the buffers its body stores to, as slot bits
+  uint64_t writes_locals = 0;  ///< the locals its body writes, as slot bits
   /// Offsets at which the loop's one store statement stores buffers its values read there:
   /// a block whose lanes are not distinct at each runs one lane at a time.
   std::vector<Id> distinct;
