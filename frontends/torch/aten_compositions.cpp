@@ -568,8 +568,10 @@ Tensor gelu_of(const Call& c, const Tensor& x) {
 Tensor softplus_of(const Call& c, const Tensor& x) {
   const std::optional<double> beta = c.constant_number("beta"), threshold = c.constant_number("threshold");
   if (beta && threshold) return softplus(x, *beta, *threshold);
-  const Tensor b = cast(c.tensor("beta"), x.dtype()), bx = x * b;
-  return where(gt(bx, cast(c.tensor("threshold"), x.dtype())), x, log1p(exp(bx)) / b);
+  const Tensor b = cast(c.tensor("beta"), x.dtype()), bx = x * b, over = cast(c.tensor("threshold"), x.dtype());
+  // The log branch sees at most the threshold, as lazyjit::softplus's: exp(bx) overflows past
+  // it, and its gradient inf / inf would be NaN where the branch is not taken.
+  return where(gt(bx, over), x, log1p(exp(minimum(bx, over))) / b);
 }
 
 Tensor clamp_bound(const Tensor& t, const Call& c, std::string_view name, bool lower) {

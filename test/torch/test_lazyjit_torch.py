@@ -342,6 +342,8 @@ class NnTest(Case):
             (lambda x: F.interpolate(x, size=(5, 3), mode='bilinear'), [(1, 2, 3, 4)]),
             (lambda a, b: F.smooth_l1_loss(a, b, beta=0.5), [(4, 5), (4, 5)]),
             (lambda a, b: F.smooth_l1_loss(a, b, reduction='sum'), [(4, 5), (4, 5)]),
+            # past the threshold exp(beta x) overflows: its branch's gradient must not be NaN
+            (lambda x: F.softplus(x * 1000), [(4, 5)]), (lambda x: F.softplus(x, beta=900, threshold=5), [(4, 5)]),
         ]
         for fn, shapes in cases:
             with self.subTest(fn=fn):
