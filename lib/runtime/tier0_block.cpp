@@ -230,8 +230,7 @@ inline void Runner::compute(Id id, int64_t n) {
         }
       } else if (one) {
         read_run(out, base, f_.index(o), strides_of(o).lane, n, size);
-      } else if (const Strides s = strides_of(o);
-                 s.lane != 1 || !move_rows(out, const_cast<std::byte*>(base), f_.index(o), s.row, n, size, true)) {
+      } else if (const Strides s = strides_of(o); s.lane != 1 || !read_rows(out, base, f_.index(o), s.row, n, size)) {
         for_rows(n, [&](int64_t r, int64_t first, int64_t len) {
           read_run(out + first * size, base, f_.index(o) + s.row * r, s.lane, len, size);
         });
@@ -280,27 +279,30 @@ inline void Runner::write(std::byte* base, DType dtype, Id offset, Id value, int
     by_size<Scatter>(size, base, in, reinterpret_cast<const int64_t*>(lanes(offset, n)), n);
   } else if (one_stride(offset, n)) {
     write_run(base, f_.index(offset), strides_of(offset).lane, in, n, size);
-  } else if (const Strides s = strides_of(offset);
-             s.lane != 1 || !move_rows(const_cast<std::byte*>(in), base, f_.index(offset), s.row, n, size, false)) {
+  } else if (const Strides s = strides_of(offset); s.lane != 1 || !write_rows(base, f_.index(offset), s.row, in, n, size)) {
     for_rows(n, [&](int64_t r, int64_t first, int64_t len) {
       write_run(base, f_.index(offset) + s.row * r, s.lane, in + first * size, len, size);
     });
   }
 }
 
-bool Runner::move_rows(std::byte* block, std::byte* buffer, int64_t at, int64_t rows_apart, int64_t n, int64_t size,
-                       bool into_block) const {
-  const int64_t bytes = row_ * size, whole = n / row_;
-  if (whole < 2 || bytes < kCopyRowsMinBytes || bytes > kCopyRowsBytes) return false;
-  if (!into_block && rows_apart < row_) return false;  // rows written over each other: in order, row by row
-  std::byte* rows = buffer + at * size;
-  if (into_block) p_.table->copy_rows(block, bytes, rows, rows_apart * size, whole, bytes);
-  else p_.table->copy_rows(rows, rows_apart * size, block, bytes, whole, bytes);
-  if (const int64_t rest = n - whole * row_; rest > 0) {  // a last row shorter than the others
-    std::byte* last = rows + whole * rows_apart * size;
-    if (into_block) std::memcpy(block + whole * bytes, last, static_cast<size_t>(rest * size));
-    else std::memcpy(last, block + whole * bytes, static_cast<size_t>(rest * size));
-  }
+bool Runner::read_rows(std::byte* out, const std::byte* base, int64_t at, int64_t rows_apart, int64_t n,
+                       int64_t size) const {
+  if (!rows_move_at_once(n, size)) return false;
+  const int64_t bytes = row_ * size, whole = n / row_, rest = n - whole * row_;
+  const std::byte* rows = base + at * size;
+  p_.table->copy_rows(out, bytes, rows, rows_apart * size, whole, bytes);
+  if (rest > 0) std::memcpy(out + whole * bytes, rows + whole * rows_apart * size, static_cast<size_t>(rest * size));
+  return true;
+}
+
+bool Runner::write_rows(std::byte* base, int64_t at, int64_t rows_apart, const std::byte* in, int64_t n,
+                        int64_t size) const {
+  if (!rows_move_at_once(n, size) || rows_apart < row_) return false;
+  const int64_t bytes = row_ * size, whole = n / row_, rest = n - whole * row_;
+  std::byte* rows = base + at * size;
+  p_.table->copy_rows(rows, rows_apart * size, in, bytes, whole, bytes);
+  if (rest > 0) std::memcpy(rows + whole * rows_apart * size, in + whole * bytes, static_cast<size_t>(rest * size));
   return true;
 }
 

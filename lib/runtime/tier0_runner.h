@@ -225,13 +225,20 @@ class Runner {
   /// n elements of `size` bytes from base's element `at` on, `stride` elements apart, into out.
   static void read_run(std::byte* out, const std::byte* base, int64_t at, int64_t stride, int64_t n, int64_t size);
 
-  /// The block's n lanes as rows of contiguous elements, `rows_apart` elements apart in the
-  /// buffer at `at` (0: one row read again, a bias), read into the block (`into_block`) or
-  /// written from it, the whole rows in one BlockTable::copy_rows: a band's epilogue moves
-  /// rows of 32 floats, and a call of memcpy per row cost about as much as the row. False
-  /// where the rows are too short or too long for it (the caller goes row by row).
-  bool move_rows(std::byte* block, std::byte* buffer, int64_t at, int64_t rows_apart, int64_t n, int64_t size,
-                 bool into_block) const;
+  /// The block's n lanes as rows of contiguous elements, `rows_apart` elements apart from
+  /// base's element `at` on (0: one row read again, a bias), read into out, the whole rows in
+  /// one BlockTable::copy_rows: a band's epilogue moves rows of 32 floats, and a call of
+  /// memcpy per row cost about as much as the row. False where the rows are too short or too
+  /// long for it, or too few (the caller goes row by row).
+  bool read_rows(std::byte* out, const std::byte* base, int64_t at, int64_t rows_apart, int64_t n, int64_t size) const;
+  /// The same, written from in to base: false also where the rows would overlap (rows written
+  /// over each other go in order, row by row).
+  bool write_rows(std::byte* base, int64_t at, int64_t rows_apart, const std::byte* in, int64_t n, int64_t size) const;
+  /// Whether read_rows and write_rows take a block of n lanes of `size` bytes.
+  bool rows_move_at_once(int64_t n, int64_t size) const {
+    const int64_t bytes = row_ * size;
+    return n / row_ >= 2 && bytes >= kCopyRowsMinBytes && bytes <= kCopyRowsBytes;
+  }
 
   /// Whether index expression `sum` is a value of the row (Form::Row, its values in this
   /// block) plus an affine value, in a block whose rows are the loop's: the offset of a row of
