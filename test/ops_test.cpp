@@ -410,6 +410,18 @@ TEST(MatmulTest, AStoredValueOfTheProductIsItsEpilogue) {
   const Tensor e = exp(matmul(x, w) * 0.125);
   expect_matches(matmul(e, w2) + sum(e * e, {1}, true), "exp(x@w/8)@w2 + sum(exp(x@w/8)^2)", 40 * 16);
   EXPECT_EQ(metrics().kernels_launched - again.kernels_launched, 6);
+  // Batched products, each dtype, a residual beside the bias, odd sizes, and a stored value
+  // of another dtype: the epilogue stores each at the product's index.
+  for (DType dtype : {DType::Float32, DType::Float64, DType::Int64}) {
+    const Tensor a = random_tensor(rng, {3, 13, 7}, dtype), b = random_tensor(rng, {3, 7, 37}, dtype);
+    const Tensor r = random_tensor(rng, {3, 13, 37}, dtype), c = random_tensor(rng, {37}, dtype);
+    const Tensor v = matmul(a, b) + r + c;  // read by the sum and by the next product
+    const std::string d(dtype_name(dtype));
+    expect_matches(matmul(v, transpose(b, 1, 2)) + sum(v * v, {2}, true), "batched (a@b+r+c) " + d, 37 * 16);
+    if (dtype == DType::Float32) continue;  // (a float32 product's rounding, compared in float64's)
+    const Tensor f = (matmul(a, b) + c).to(DType::Float64);
+    expect_matches(sum(f, {1, 2}) + sum(sum(f * f, {2}), {1}), "cast(a@b+c) " + d, 13 * 37 * 16);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
