@@ -271,9 +271,10 @@ class Planner {
     Draft& cut = drafts_[k];
     if (!epilogue_cheap(graph_, cuts_, cut.spec.cut)) return;
     const ir::Node& value = *graph_.nodes[cut.spec.cut];
+    const std::vector<bool> reads = region(cut.spec);  // the products it reads: the candidates
     for (Draft& owner : drafts_) {
       const int b = owner.owner;
-      if (!owner.alive || owner.spec.kind != KernelKind::Matmul || !owner.spec.results.empty()) continue;
+      if (!owner.alive || owner.spec.kind != KernelKind::Matmul || !owner.spec.results.empty() || !reads[b]) continue;
       if (graph_.nodes[b]->shape() != value.shape() || !readers_all_in(k, b)) continue;
       cut.spec.kind = KernelKind::Matmul;
       cut.spec.domain = b;

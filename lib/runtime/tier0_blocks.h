@@ -37,6 +37,8 @@ using MicroKernelFn = void (*)(const void* a, const int64_t* a_rows, bool packed
 using CopyRowsFn = void (*)(std::byte* out, int64_t out_row, const std::byte* in, int64_t in_row, int64_t rows,
                             int64_t bytes);
 inline constexpr int64_t kCopyRowsMinBytes = 16, kCopyRowsBytes = 512;
+/// Whether rows of `bytes` bytes are what CopyRowsFn copies.
+inline constexpr bool copy_rows_takes(int64_t bytes) { return bytes >= kCopyRowsMinBytes && bytes <= kCopyRowsBytes; }
 
 inline constexpr int kFoldLanes = 16;
 

@@ -173,7 +173,7 @@ inline int32_t Runner::copy_nest(const tier0::CopyNest& nest, int64_t lo, int64_
       const Linear from = linear(c.from_offset, nest.outer, inner.var);
       const std::byte* in = (c.from_local ? f_.local(c.from) : f_.buffer(c.from)) + at(from) * size;
       const auto from_row = static_cast<int64_t>(from.su), from_col = static_cast<int64_t>(from.sv);
-      if (to_col == 1 && from_col == 1 && n * size >= tier0::kCopyRowsMinBytes && n * size <= tier0::kCopyRowsBytes) {
+      if (to_col == 1 && from_col == 1 && tier0::copy_rows_takes(n * size)) {
         p_.table->copy_rows(out, to_row * size, in, from_row * size, rows, n * size);
       } else {
         by_size<Copy2d>(size, out, to_row, to_col, in, from_row, from_col, rows, n);

@@ -235,10 +235,7 @@ class Runner {
   /// over each other go in order, row by row).
   bool write_rows(std::byte* base, int64_t at, int64_t rows_apart, const std::byte* in, int64_t n, int64_t size) const;
   /// Whether read_rows and write_rows take a block of n lanes of `size` bytes.
-  bool rows_move_at_once(int64_t n, int64_t size) const {
-    const int64_t bytes = row_ * size;
-    return n / row_ >= 2 && bytes >= kCopyRowsMinBytes && bytes <= kCopyRowsBytes;
-  }
+  bool rows_move_at_once(int64_t n, int64_t size) const { return n / row_ >= 2 && copy_rows_takes(row_ * size); }
 
   /// Whether index expression `sum` is a value of the row (Form::Row, its values in this
   /// block) plus an affine value, in a block whose rows are the loop's: the offset of a row of
