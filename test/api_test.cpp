@@ -860,6 +860,48 @@ TEST(ApiTest, ABorrowedBufferIsDonatedOnlyWhenNothingElseHoldsIt) {
   EXPECT_THAT(b.to_vector<float>(), ElementsAre(2, 2, 2, 2));
 }
 
+TEST(ApiTest, AHostViewReadsTheElementsWhereTheyLie) {
+  Tensor x = floats({1, 2, 3, 4}, {2, 2});
+  const Tensor y = x * 2 + 1;
+  lazyjit::reset_metrics();
+  const lazyjit::HostView<float> v = y.host_view<float>();
+  EXPECT_THAT(v, ElementsAre(3, 5, 7, 9));
+  EXPECT_EQ(lazyjit::metrics().graphs_executed, 1);
+  EXPECT_EQ(lazyjit::metrics().bytes_out, 0);                 // nothing copied
+  EXPECT_EQ(v.data(), y.host_view<float>().data());           // the same buffer, read again
+  EXPECT_EQ(v.data(), lazyjit::tensor_data(y)->data());
+  EXPECT_EQ(lazyjit::metrics().graphs_executed, 1);
+  EXPECT_THAT(lazyjit::gt(x, 2.0).host_view<bool>(), ElementsAre(false, false, true, true));
+  EXPECT_THAT(x.to(DType::Int64).host_view<int64_t>(), ElementsAre(1, 2, 3, 4));
+  EXPECT_EQ(lazyjit::zeros({0, 3}).host_view<float>().size(), 0u);
+  EXPECT_EQ(error_of([&] { x.host_view<double>(); }),
+            "host_view: tensor has dtype float32, asked for float64 (convert with .to(DType) first)");
+  EXPECT_EQ(error_of([] { Tensor().host_view<float>(); }), "host_view: tensor is undefined");
+}
+
+TEST(ApiTest, AHostViewKeepsItsElementsThroughAnInPlaceUpdate) {
+  // The view holds w's buffer: the step's update of w takes a new one, the view reads the old
+  // values. Once no view holds it, the buffer is donated to the update as usual.
+  Tensor w = floats({1, 2, 3}, {3});
+  lazyjit::mark_step();
+  {
+    const lazyjit::HostView<float> before = w.host_view<float>();
+    w -= 1.0f;
+    const int64_t donations = lazyjit::metrics().donations;
+    lazyjit::mark_step();
+    EXPECT_EQ(lazyjit::metrics().donations, donations);
+    EXPECT_THAT(before, ElementsAre(1, 2, 3));
+    EXPECT_THAT(w.host_view<float>(), ElementsAre(0, 1, 2));
+  }
+  const void* old = lazyjit::tensor_data(w)->data();
+  w -= 1.0f;
+  const int64_t donations = lazyjit::metrics().donations;
+  lazyjit::mark_step();
+  EXPECT_EQ(lazyjit::metrics().donations, donations + 1);
+  EXPECT_EQ(lazyjit::tensor_data(w)->data(), old);
+  EXPECT_THAT(w.host_view<float>(), ElementsAre(-1, 0, 1));
+}
+
 TEST(ApiTest, TensorFromDataRejectsAMisalignedOrMissingBuffer) {
   EXPECT_EQ(error_of([] { lazyjit::tensor_from_data(nullptr); }), "tensor_from_data: the buffer is null");
   auto misaligned = std::make_shared<borrowed::Buffer>(std::vector<int64_t>{4}, /*offset=*/1);

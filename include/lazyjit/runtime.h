@@ -72,7 +72,7 @@ struct Metrics {
   int64_t bytes_allocated = 0;    ///< fresh buffer memory (pool reuse does not count)
   int64_t bytes_reused = 0;       ///< buffer memory served from the pool
   int64_t bytes_in = 0;           ///< copied in by from_vector
-  int64_t bytes_out = 0;          ///< copied out by to_vector / item
+  int64_t bytes_out = 0;          ///< copied out by to_vector (host_view copies nothing)
   int64_t kernels_launched = 0;
   int64_t tier0_kernel_runs = 0;  ///< kernel launches that tier 0 ran (of kernels_launched)
   int64_t kernels_compiled_background = 0;  ///< of kernels_compiled, while tier 0 ran their graphs

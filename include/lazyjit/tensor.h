@@ -18,6 +18,34 @@ namespace detail {
 class TensorImpl;
 }
 
+/// A materialised tensor's elements read where they lie, without a copy (what libtorch's
+/// `data_ptr` and JAX's `np.asarray` give on a CPU), in row-major order. The view holds the
+/// tensor's buffer, which keeps its elements unchanged for as long as the view lives: an
+/// in-place update of the tensor computes into a new buffer while a view holds the old one (a
+/// held buffer is never donated). Made by `Tensor::host_view`.
+template <class T>
+class HostView {
+ public:
+  using value_type = T;
+  using iterator = typename std::span<const T>::iterator;
+  using const_iterator = iterator;
+
+  std::span<const T> elements() const { return elements_; }
+  const T* data() const { return elements_.data(); }
+  size_t size() const { return elements_.size(); }
+  const T& operator[](size_t i) const { return elements_[i]; }
+  iterator begin() const { return elements_.begin(); }
+  iterator end() const { return elements_.end(); }
+
+ private:
+  friend class Tensor;
+  HostView(std::span<const T> elements, std::shared_ptr<const void> keep)
+      : elements_(elements), keep_(std::move(keep)) {}
+
+  std::span<const T> elements_;
+  std::shared_ptr<const void> keep_;
+};
+
 /// A handle to a tensor, as `at::Tensor` is: copying a Tensor gives another handle to the same
 /// tensor. Ops on tensors record IR instead of running; the value is computed when it is read
 /// (`to_vector`, `item`) or at `sync`/`mark_step`. Shapes and dtypes are checked when an op is
@@ -63,12 +91,23 @@ class Tensor {
     const int64_t n = numel_for("to_vector");
     if (!fits_in_host_memory(n, sizeof(Element))) throw_out_of_host_memory("to_vector", sizeof(Element));
     std::shared_ptr<const void> keep;
-    const auto* first = static_cast<const Element*>(host_elements(dtype_of_v<T>, keep));
+    const auto* first = static_cast<const Element*>(host_elements("to_vector", dtype_of_v<T>, /*copied_out=*/true, keep));
     try {
       return std::vector<T>(first, first + n);  // one pass over fresh memory, not a fill and a copy
     } catch (const std::exception&) {           // bad_alloc, or length_error past max_size()
       throw_out_of_host_memory("to_vector", sizeof(Element));
     }
+  }
+
+  /// Materialises the tensor and reads its elements where they lie (see HostView): no copy,
+  /// no fresh memory. Throws Error when T does not match dtype(), as to_vector does.
+  template <class T>
+  HostView<T> host_view() const {
+    const int64_t n = numel_for("host_view");
+    std::shared_ptr<const void> keep;
+    const void* first = host_elements("host_view", dtype_of_v<T>, /*copied_out=*/false, keep);
+    // A bool tensor holds a byte of 0 or 1 an element: bool's own representation.
+    return HostView<T>(std::span<const T>(static_cast<const T*>(first), static_cast<size_t>(n)), std::move(keep));
   }
 
   /// The single element of a one-element tensor, converted to T as a C++ cast would.
@@ -138,8 +177,9 @@ class Tensor {
 
  private:
   static Tensor from_data(const void* data, int64_t count, DType dtype, std::vector<int64_t> shape);
-  /// The materialised elements, checked to be of dtype `requested`; `keep` holds them.
-  const void* host_elements(DType requested, std::shared_ptr<const void>& keep) const;
+  /// The materialised elements, checked to be of dtype `requested` (`op` names the reader in
+  /// the error); `keep` holds them. `copied_out`: the caller copies them (metrics().bytes_out).
+  const void* host_elements(const char* op, DType requested, bool copied_out, std::shared_ptr<const void>& keep) const;
   [[noreturn]] void throw_out_of_host_memory(const char* op, size_t element_size) const;
   /// Whether `count` elements of `element_size` bytes fit in the machine's memory at all.
   static bool fits_in_host_memory(int64_t count, size_t element_size);

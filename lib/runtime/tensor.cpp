@@ -88,15 +88,15 @@ std::string Tensor::to_string() const {
   return fmt::format("Tensor({}{})", dtype_name(dtype()), ir::shape_to_string(impl_->shape()));
 }
 
-const void* Tensor::host_elements(DType requested, std::shared_ptr<const void>& keep) const {
-  detail::TensorImpl& impl = checked_impl("to_vector");
+const void* Tensor::host_elements(const char* op, DType requested, bool copied_out,
+                                  std::shared_ptr<const void>& keep) const {
+  detail::TensorImpl& impl = checked_impl(op);
   if (impl.dtype() != requested) {
-    throw Error(fmt::format("to_vector: tensor has dtype {}, asked for {} (convert with .to(DType) first)",
+    throw Error(fmt::format("{}: tensor has dtype {}, asked for {} (convert with .to(DType) first)", op,
                             dtype_name(impl.dtype()), dtype_name(requested)));
   }
-  Runtime& rt = Runtime::get();
   BackendDataPtr held = materialized(impl_);
-  rt.counters().bytes_out.fetch_add(held->size_bytes(), std::memory_order_relaxed);
+  if (copied_out) Runtime::get().counters().bytes_out.fetch_add(held->size_bytes(), std::memory_order_relaxed);
   const void* data = held->data();
   keep = std::move(held);
   return data;
