@@ -71,9 +71,10 @@ std::vector<float> program(const std::vector<float>& x_values) {
 }
 
 /// A pack of A's rows in panels of 6 (out[p][k][r] = 2 in[6p + r][k], zeros past the last
-/// row): tier 0 runs its short lane loops under the long K loop inverted, K in chunks (none,
-/// one, two whole, and a last one partial). The same stores. (The doubling makes it more
-/// than a copy: a copy nest runs as copies instead, the next test.)
+/// row): tier 0 runs its short lane loop under the long K loop inverted, K in chunks (none,
+/// one, two whole, and a last one partial), and the zeros, whose rows of r lie whole in
+/// memory, flattened. The same stores. (The doubling makes it more than a copy: a copy nest
+/// runs as copies instead, the next test.)
 TEST(TierZeroTest, AShortLoopUnderALongOneStoresWhatItStoresInOrder) {
   kir::Builder k;
   const int in = k.new_buffer(DType::Float32), out = k.new_buffer(DType::Float32);
@@ -95,7 +96,8 @@ TEST(TierZeroTest, AShortLoopUnderALongOneStoresWhatItStoresInOrder) {
   k.kernel().count = k.ceil_div(rows, mr);
   k.kernel().work = depth;
   const runtime::Tier0Kernel kernel(k.take());
-  EXPECT_EQ(kernel.shape().copies, 1);  // the zeros: a nest of their own once inverted
+  EXPECT_EQ(kernel.shape().copies, 0);
+  EXPECT_EQ(kernel.shape().flattened, 1);  // the zeros: a nest of their own, rows of whole lanes
   for (const int64_t depth_value : {0, 37, 256, 300}) {
     const int64_t n = 13, panels = 3;
     std::vector<float> a(static_cast<size_t>(n * depth_value)), packed(static_cast<size_t>(panels * depth_value * 6), -1);
@@ -107,6 +109,52 @@ TEST(TierZeroTest, AShortLoopUnderALongOneStoresWhatItStoresInOrder) {
       for (int64_t kk = 0; kk < depth_value; ++kk) {
         for (int64_t r = 0; r < 6; ++r) {
           const float expected = 6 * p + r < n ? 2 * a[static_cast<size_t>((6 * p + r) * depth_value + kk)] : 0.0f;
+          ASSERT_EQ(packed[static_cast<size_t>((p * depth_value + kk) * 6 + r)], expected)
+              << "K " << depth_value << ": " << p << " " << kk << " " << r;
+        }
+      }
+    }
+  }
+}
+
+/// A pack of A from a transposed operand in panels of 6 (out[p][k][r] = relu(in[k][6p + r]),
+/// zeros past the last row: a weight's gradient x^T g): each K step's lanes lie whole in
+/// memory, so tier 0 runs the nest flattened, a block of whole rows at a time, where inverted
+/// it would read a lane at a time K apart. The same stores, panels of 6 lanes, of 1 (the last).
+TEST(TierZeroTest, AShortLoopWhoseRowsLieWholeRunsFlattened) {
+  kir::Builder k;
+  const int in = k.new_buffer(DType::Float32), out = k.new_buffer(DType::Float32);
+  const kir::Id rows = k.dim(k.new_dim()), depth = k.dim(k.new_dim()), mr = k.index(6);
+  k.loop(k.begin(), k.end(), [&](kir::Id panel) {
+    const kir::Id first = k.mul(panel, mr), lanes = k.min(mr, k.sub(rows, first));
+    const kir::Id base = k.mul(k.mul(panel, depth), mr);
+    k.loop(k.index(0), depth, [&](kir::Id kk) {
+      k.loop(k.index(0), lanes, [&](kir::Id r) {
+        const kir::Id value = k.load(in, k.add(k.mul(kk, rows), k.add(first, r)));
+        k.store(out, k.add(base, k.add(k.mul(kk, mr), r)), k.op(ir::OpKind::Relu, DType::Float32, {value}));
+      });
+      k.loop(lanes, mr, [&](kir::Id r) {
+        k.store(out, k.add(base, k.add(k.mul(kk, mr), r)), k.float_constant(DType::Float32, 0));
+      });
+    });
+  });
+  k.kernel().kind = "panel";
+  k.kernel().count = k.ceil_div(rows, mr);
+  k.kernel().work = depth;
+  const runtime::Tier0Kernel kernel(k.take());
+  EXPECT_EQ(kernel.shape().copies, 0);
+  EXPECT_EQ(kernel.shape().flattened, 2);  // the values and the zeros
+  for (const int64_t depth_value : {0, 1, 37, 300}) {
+    const int64_t n = 13, panels = 3;
+    std::vector<float> a(static_cast<size_t>(n * depth_value)), packed(static_cast<size_t>(panels * depth_value * 6), -1);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i % 7) - 3.0f;
+    void* args[] = {a.data(), packed.data()};
+    const int64_t dims[] = {n, depth_value};
+    ASSERT_EQ(kernel.run(args, dims, 0, panels), 0);
+    for (int64_t p = 0; p < panels; ++p) {
+      for (int64_t kk = 0; kk < depth_value; ++kk) {
+        for (int64_t r = 0; r < 6; ++r) {
+          const float expected = 6 * p + r < n ? std::max(a[static_cast<size_t>(kk * n + 6 * p + r)], 0.0f) : 0.0f;
           ASSERT_EQ(packed[static_cast<size_t>((p * depth_value + kk) * 6 + r)], expected)
               << "K " << depth_value << ": " << p << " " << kk << " " << r;
         }
@@ -215,8 +263,8 @@ TEST(TierZeroTest, ABroadcastIsKeptAcrossEntriesOnlyWhileItsValueStays) {
 /// Packs of B in panels of 4 columns (out[p][k][j] = B(k, 4p + j), zeros past the last
 /// column) from B and from a transposed B: nests that only copy, at offsets affine in both
 /// loops' variables, run as one strided copy (or fill) per store, with the values the nest
-/// stores. Offsets that divide are not affine: such a store runs a block at a time (and the
-/// zeros, once the nest is inverted and split, as a fill).
+/// stores. Offsets that divide are not affine: such a store runs a block at a time, inverted,
+/// and the zeros, once the nest is split, flattened (their rows lie whole in memory).
 TEST(TierZeroTest, ANestThatOnlyCopiesRunsAsStridedCopies) {
   auto pack = [](bool transposed, bool divide) {
     kir::Builder k;
@@ -245,7 +293,8 @@ TEST(TierZeroTest, ANestThatOnlyCopiesRunsAsStridedCopies) {
   for (const bool transposed : {false, true}) {
     for (const bool divide : {false, true}) {
       const runtime::Tier0Kernel kernel = pack(transposed, divide);
-      EXPECT_EQ(kernel.shape().copies, divide ? 1 : 2);  // divided: the zeros alone
+      EXPECT_EQ(kernel.shape().copies, divide ? 0 : 2);
+      EXPECT_EQ(kernel.shape().flattened, divide ? 1 : 0);  // divided: the zeros
       for (const int64_t depth : {0, 1, 7}) {
         const int64_t n = 10, panels = 3;  // the last panel has 2 columns
         std::vector<double> b(static_cast<size_t>(n * depth)), packed(static_cast<size_t>(panels * depth * 4), -1);

@@ -236,6 +236,12 @@ class NestInverter {
   /// of the block, Runner::block_statement), as it did in a block of its own: the same sums.
   Stmt batched(Stmt nest);
 
+  /// Whether every store of `inner` (a loop of stores) and every load its values read is at
+  /// an offset of unit stride in inner's variable: each of its rows lies whole in memory, so
+  /// a flattened nest moves its rows at once (a pack of A from a transposed operand: rows of
+  /// MR elements, K of them), where inverted it would read and write a lane at a time.
+  bool moves_rows(const Stmt& inner) const;
+
   bool short_under(const Stmt& inner, const Stmt& outer) const;
 
   bool invertible(const Stmt& nest) const;

@@ -120,9 +120,15 @@ void NestInverter::invert(std::vector<Stmt>& body) {
     } else {
       std::vector<Stmt> inners = std::move(s.body);
       s.body.clear();
-      for (Stmt& inner : inners) {  // the nest split into one per inner loop, short ones inverted
+      // The nest split into one per inner loop; a short one inverted, or flattened where its
+      // rows lie whole in memory.
+      for (Stmt& inner : inners) {
         Stmt outer = s;
-        if (short_under(inner, s)) {
+        if (short_under(inner, s) && moves_rows(inner)) {
+          outer.body.push_back(std::move(inner));
+          out.push_back(flattened(std::move(outer)));
+          ++flattened_;
+        } else if (short_under(inner, s)) {
           std::swap(outer.body, inner.body);
           out.push_back(chunked(std::move(outer), std::move(inner)));
         } else {
@@ -309,6 +315,24 @@ Stmt NestInverter::flattened(Stmt nest) {
   flat.body = std::move(inner.body);
   rows_.push_back({slot, n});
   return flat;
+}
+
+bool NestInverter::moves_rows(const Stmt& inner) const {
+  auto unit = [&](Id offset) { return coefficients(offset, inner.slot, inner.slot) == std::pair<int64_t, int64_t>{1, 0}; };
+  std::vector<char> seen(k_.exprs.size(), 0);
+  auto loads_unit = [&](auto&& self, Id e) -> bool {
+    if (seen[e] || nests_.loads(e) == 0) return true;
+    seen[e] = 1;
+    const Expr& x = k_.exprs[e];
+    if (x.kind == ExprKind::Load) return unit(x.operands[0]);
+    return std::all_of(x.operands.begin(), x.operands.end(), [&](Id o) { return self(self, o); });
+  };
+  for (const Stmt& t : inner.body) {
+    for (size_t i = 0; i < t.values.size(); ++i) {
+      if (!unit(t.offsets[i]) || !loads_unit(loads_unit, t.values[i])) return false;
+    }
+  }
+  return true;
 }
 
 bool NestInverter::short_under(const Stmt& inner, const Stmt& outer) const {
