@@ -422,6 +422,16 @@ TEST(MatmulTest, AStoredValueOfTheProductIsItsEpilogue) {
     const Tensor f = (matmul(a, b) + c).to(DType::Float64);
     expect_matches(sum(f, {1, 2}) + sum(sum(f * f, {2}), {1}), "cast(a@b+c) " + d, 13 * 37 * 16);
   }
+  // A product whose kernel stores a value of it (x @ w scaled by a 0-dim alpha, read by the
+  // stored value and beside it: PyTorch's addmm with alpha, beta and a run-time beta == 0 test):
+  // the stored value's epilogue is the product's, not the scaled value's (it once took the
+  // scaled value's operands for A and B, a 0-dim one among them).
+  const Tensor alpha = Tensor::from_vector<int64_t>({2}, {}), beta = Tensor::from_vector<int64_t>({1}, {});
+  const Tensor p = matmul(x, w) * alpha.to(DType::Float32);
+  const Tensor addmm = where(eq(beta.to(DType::Float32), 0.0), p, p + bias * beta.to(DType::Float32));
+  const Metrics scaled = metrics();
+  expect_matches(exp(addmm - amax(addmm, {1}, true)) + sum(addmm, {1}, true), "where(beta == 0, x@w*alpha, ...)", 40 * 16);
+  EXPECT_EQ(metrics().kernels_launched - scaled.kernels_launched, 3);  // pack B, the product storing addmm, rows
 }
 
 // ---------------------------------------------------------------------------------------------

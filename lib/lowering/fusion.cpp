@@ -273,11 +273,20 @@ class Planner {
     const ir::Node& value = *graph_.nodes[cut.spec.cut];
     const std::vector<bool> reads = region(cut.spec);  // the products it reads: the candidates
     for (Draft& owner : drafts_) {
+      // b: what the product's kernel stores (the product, or its epilogue's value: x @ w * alpha)
       const int b = owner.owner;
       if (!owner.alive || owner.spec.kind != KernelKind::Matmul || !owner.spec.results.empty() || !reads[b]) continue;
-      if (graph_.nodes[b]->shape() != value.shape() || !readers_all_in(k, b)) continue;
+      const int product = owner.spec.domain;
+      if (graph_.nodes[product]->shape() != value.shape() || !readers_all_in(k, b)) continue;
+      if (b != product) {  // b is no longer stored: the cut's epilogue computes it, cheaply too
+        cuts_[b] = false;
+        if (!epilogue_cheap(graph_, cuts_, cut.spec.cut)) {
+          cuts_[b] = true;
+          continue;
+        }
+      }
       cut.spec.kind = KernelKind::Matmul;
-      cut.spec.domain = b;
+      cut.spec.domain = product;
       owner.alive = false;
       return;
     }

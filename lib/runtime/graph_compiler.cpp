@@ -58,12 +58,15 @@ absl::StatusOr<GraphCompiler::Lowered> GraphCompiler::lower(const ir::Graph& gra
   // graph compiles differently then).
   std::string stem =
       aliases.empty() ? graph.key.to_hex() : fmt::format("{}-donating-{}", graph.key.to_hex(), key.to_hex());
-  // Lowered before any LLVM work, so a graph that fails to compile is dumped too.
-  lowering::LoweredGraph lowered = lowering::lower_graph(graph, plan, aliases, for_each);
+  // The graph and its plan are dumped before lowering, its kernels before any LLVM work: a
+  // graph that fails to lower or to compile is dumped as far as it got.
   const DumpDir& dump = options_.dump_dir;
   if (dump.enabled()) {
     dump.write(stem, ".ljir", ir::print_graph(graph, {.with_key = true, .with_values = true}));
     dump.write(stem, ".plan", lowering::print_plan(graph, plan));
+  }
+  lowering::LoweredGraph lowered = lowering::lower_graph(graph, plan, aliases, for_each);
+  if (dump.enabled()) {
     dump.write(stem, ".kir", lowering::kernels_text(lowered));
     dump.write(stem, ".ll", compiler_.text(lowered, codegen::JitCompiler::Text::LlvmIr).value_or(""));
   }
