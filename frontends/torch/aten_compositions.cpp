@@ -98,6 +98,11 @@ Tensor with_dtype(const Call& c, Tensor t) {
   return t;
 }
 
+Tensor floating_input(const Call& c, Tensor t) {
+  if (!is_floating(t.dtype())) c.unsupported(c10::str("an input of ", dtype_name(t.dtype()), " (PyTorch's kernel takes floats only)"));
+  return t;
+}
+
 /// The vector-Jacobian product of a lazyjit composition: how backward ops with no simpler
 /// form reuse lazyjit's autograd (each output of `forward` seeded with `grad`).
 Results vjp(const Tensor& output, const std::vector<Tensor>& inputs, const Tensor& grad) {
@@ -127,8 +132,11 @@ Results nll_loss_backward(const Call& c) {
   if (reduction == 0 && g.dim() == 0) g = unsqueeze(g, 0);  // a single sample
   Tensor row_scale = -(g * weight);
   if (reduction == 1) row_scale = row_scale / cast(c.tensor("total_weight"), self.dtype());
-  const Tensor safe = where(ne(target, Scalar(c.integer("ignore_index"))), target, Scalar(int64_t{0}));
-  Tensor grad = cast(one_hot(safe, self.shape()[1]), self.dtype()) * unsqueeze(row_scale, 1);
+  // Each row's scale lands on its target's column alone: an ignored row's (0 / 0 where every
+  // row is ignored) is never read, as PyTorch skips such rows.
+  const Tensor valid = ne(target, Scalar(c.integer("ignore_index")));
+  const Tensor picks = logical_and(eq(reshape(arange(self.shape()[1]), {1, -1}), unsqueeze(target, 1)), unsqueeze(valid, 1));
+  const Tensor grad = where(picks, unsqueeze(row_scale, 1), Scalar(0.0));
   return one(c.tensor("self").dim() == 1 ? squeeze(grad, 0) : grad);
 }
 
@@ -169,8 +177,10 @@ Results softmax_backward(const Call& c, bool log) {
 Results addmm_like(const Call& c, std::string_view a, std::string_view b) {
   Tensor product = times(c, matmul(c.tensor(a), c.tensor(b)), "alpha");
   if (c.has("beta") && !is_constant_one(c, "beta")) {
-    if (c.constant_number("beta") == 0.0) return one(product);  // beta 0 ignores self, NaN included
-    return one(product + scaled(c, cast(c.tensor("self"), product.dtype()), "beta"));
+    // beta 0 ignores self, NaN and inf included; a beta that arrives at run time may be 0.
+    if (c.constant_number("beta") == 0.0) return one(product);
+    const Tensor sum = product + scaled(c, cast(c.tensor("self"), product.dtype()), "beta");
+    return one(c.constant_number("beta") ? sum : where(eq(c.tensor("beta"), Scalar(0.0)), product, sum));
   }
   return one(product + cast(c.tensor("self"), product.dtype()));
 }
@@ -438,20 +448,30 @@ Results native_batch_norm_backward(const Call& c) {
   return {dx, dw, sum(g, dims)};
 }
 
+/// PyTorch's arange: an integer result counts from start by step, both cut to integers first
+/// (toward zero) and added in int64, exact past 2^53; a floating one in float64. Its length
+/// is ceil((end - start) / step), for int64 over the cut integers.
 Results arange_of(const Call& c) {
   const DType dtype = c.dtype("dtype").value_or(c.result_dtype().value_or(DType::Int64));
+  const bool integral = !is_floating(dtype);
+  const DType counting = integral ? DType::Int64 : DType::Float64;
   const std::optional<double> start = c.has("start") ? c.constant_number("start") : 0.0;
   const std::optional<double> end = c.constant_number("end");
   const std::optional<double> step = c.has("step") ? c.constant_number("step") : 1.0;
-  if (start && end && step && *step != 0) {
-    const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((*end - *start) / *step)));
-    return one(cast(arange(n, DType::Float64) * Scalar(*step) + Scalar(*start), dtype));
+  auto number = [&](std::optional<double> constant, std::string_view name) {
+    if (!constant) return cast(c.tensor(name), counting);
+    return integral ? full({}, Scalar(static_cast<int64_t>(*constant)), counting) : full({}, *constant, counting);
+  };
+  int64_t n = -1;
+  if (const std::optional<std::vector<int64_t>> sizes = c.result_sizes(0); sizes && sizes->size() == 1) n = (*sizes)[0];
+  if (start && end && step && dtype == DType::Int64) {
+    const auto first = static_cast<int64_t>(*start), last = static_cast<int64_t>(*end), by = static_cast<int64_t>(*step);
+    if (by != 0) n = std::max<int64_t>(0, (last - first + by - (by > 0 ? 1 : -1)) / by);
+  } else if (start && end && step && *step != 0) {
+    n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((*end - *start) / *step)));
   }
-  const std::optional<std::vector<int64_t>> sizes = c.result_sizes(0);
-  if (!sizes || sizes->size() != 1) c.unsupported("bounds that are not constants, and no length for the result");
-  const Tensor first = start ? full({}, *start, DType::Float64) : cast(c.tensor("start"), DType::Float64);
-  const Tensor stride = step ? full({}, *step, DType::Float64) : cast(c.tensor("step"), DType::Float64);
-  return one(cast(arange((*sizes)[0], DType::Float64) * stride + first, dtype));
+  if (n < 0) c.unsupported("bounds that are not constants, and no length for the result");
+  return one(cast(arange(n, counting) * number(step, "step") + number(start, "start"), dtype));
 }
 
 Tensor elu_of(const Call& c, const Tensor& x) {
@@ -574,10 +594,13 @@ Tensor softplus_of(const Call& c, const Tensor& x) {
   return where(gt(bx, over), x, log1p(exp(minimum(bx, over))) / b);
 }
 
-Tensor clamp_bound(const Tensor& t, const Call& c, std::string_view name, bool lower) {
-  if (!c.has(name)) return t;
-  const Tensor bound = cast(c.tensor(name), t.dtype());
-  return lower ? maximum(t, bound) : minimum(t, bound);
+Tensor clamped(const Call& c) {
+  const Tensor self = c.tensor("self");
+  const DType dtype = c.result_dtype().value_or(self.dtype());
+  Tensor t = cast(self, dtype);
+  if (c.has("min")) t = maximum(t, cast(c.tensor("min"), dtype));
+  if (c.has("max")) t = minimum(t, cast(c.tensor("max"), dtype));
+  return t;
 }
 
 Results identity(const Call& c) { return one(c.tensor("self")); }

@@ -30,6 +30,9 @@ Tensor times(const Call& c, const Tensor& t, std::string_view name);
 std::vector<int64_t> dims_of(const Call& c, std::string_view name = "dim");
 bool keepdim(const Call& c);
 Tensor with_dtype(const Call& c, Tensor t);
+/// `t`, which must be floating: PyTorch's softmax has no integer kernel (eager raises), where
+/// lazyjit's would compute in float32; an integer input falls back, to raise as eager does.
+Tensor floating_input(const Call& c, Tensor t);
 /// The vector-Jacobian product of a lazyjit composition: how backward ops with no simpler
 /// form reuse lazyjit's autograd (each output of `forward` seeded with `grad`).
 Results vjp(const Tensor& output, const std::vector<Tensor>& inputs, const Tensor& grad);
@@ -108,7 +111,9 @@ Tensor bool_bitwise(const Call& c, Tensor (*op)(const Tensor&, const Tensor&));
 Tensor gelu_of(const Call& c, const Tensor& x);
 /// softplus with beta and threshold that may arrive at run time (as LTC passes them).
 Tensor softplus_of(const Call& c, const Tensor& x);
-Tensor clamp_bound(const Tensor& t, const Call& c, std::string_view name, bool lower);
+/// clamp, clamp_min and clamp_max: self and its bounds in the result's dtype (an integer
+/// tensor clamped by a float bound is a float tensor, as PyTorch promotes).
+Tensor clamped(const Call& c);
 Results identity(const Call& c);
 
 }  // namespace lazyjit::ltc::aten

@@ -83,9 +83,9 @@ const Entry kTable[] = {
      const Tensor x = c.tensor("self");
      return one(where(gt(x, Scalar(0.0)), x, x * cast(c.tensor("negative_slope"), x.dtype())));
    }},
-  {"aten::clamp", [](const Call& c) { return one(clamp_bound(clamp_bound(c.tensor("self"), c, "min", true), c, "max", false)); }},
-  {"aten::clamp_min", [](const Call& c) { return one(clamp_bound(c.tensor("self"), c, "min", true)); }},
-  {"aten::clamp_max", [](const Call& c) { return one(clamp_bound(c.tensor("self"), c, "max", false)); }},
+  {"aten::clamp", [](const Call& c) { return one(clamped(c)); }},
+  {"aten::clamp_min", [](const Call& c) { return one(clamped(c)); }},
+  {"aten::clamp_max", [](const Call& c) { return one(clamped(c)); }},
   {"aten::hardtanh", [](const Call& c) { return one(clamp(c.tensor("self"), c.scalar("min_val"), c.scalar("max_val"))); }},
   {"aten::threshold", [](const Call& c) {
      const Tensor x = c.tensor("self");
@@ -186,10 +186,12 @@ const Entry kTable[] = {
   {"aten::std", [](const Call& c) { return one(lazyjit::std(c.tensor("self"), dims_of(c), unbiased(c), keepdim(c))); }},
   {"aten::cumsum", [](const Call& c) { return one(cumsum(with_dtype(c, c.tensor("self")), c.integer("dim"))); }},
   {"aten::cumprod", [](const Call& c) { return one(cumprod(with_dtype(c, c.tensor("self")), c.integer("dim"))); }},
-  {"aten::_softmax", [](const Call& c) { return one(softmax(c.tensor("self"), c.integer("dim"))); }},
-  {"aten::softmax", [](const Call& c) { return one(softmax(with_dtype(c, c.tensor("self")), c.integer("dim"))); }},
-  {"aten::_log_softmax", [](const Call& c) { return one(log_softmax(c.tensor("self"), c.integer("dim"))); }},
-  {"aten::log_softmax", [](const Call& c) { return one(log_softmax(with_dtype(c, c.tensor("self")), c.integer("dim"))); }},
+  {"aten::_softmax", [](const Call& c) { return one(softmax(floating_input(c, c.tensor("self")), c.integer("dim"))); }},
+  {"aten::softmax", [](const Call& c) { return one(softmax(floating_input(c, with_dtype(c, c.tensor("self"))), c.integer("dim"))); }},
+  {"aten::_log_softmax", [](const Call& c) { return one(log_softmax(floating_input(c, c.tensor("self")), c.integer("dim"))); }},
+  {"aten::log_softmax", [](const Call& c) {
+     return one(log_softmax(floating_input(c, with_dtype(c, c.tensor("self"))), c.integer("dim")));
+   }},
   {"aten::_softmax_backward_data", [](const Call& c) { return softmax_backward(c, false); }},
   {"aten::_log_softmax_backward_data", [](const Call& c) { return softmax_backward(c, true); }},
   // Losses.

@@ -162,6 +162,32 @@ class ReductionTest(Case):
     def test_integer_sum_is_int64(self):
         self.check(lambda t: t.sum(0), torch.arange(12, dtype=torch.int32).reshape(3, 4))
 
+    def test_arange_counts_integers_as_pytorch_does(self):
+        # An integer arange cuts start and step to integers first and counts in int64 (exact
+        # past 2^53); int64's length is over the cut integers, int32's over the numbers given.
+        x = torch.zeros(1, dtype=torch.int64)
+        self.check(lambda t: torch.arange(2**53, 2**53 + 4, device=t.device) + t, x)
+        for dtype in [torch.int64, torch.int32]:
+            with self.subTest(dtype=dtype):
+                self.check(lambda t: torch.arange(0, 5, 1.5, dtype=dtype, device=t.device) + t.to(dtype), x)
+                self.check(lambda t: torch.arange(-0.5, 5, 1.5, dtype=dtype, device=t.device) + t.to(dtype), x)
+                self.check(lambda t: torch.arange(5, -0.5, -1.5, dtype=dtype, device=t.device) + t.to(dtype), x)
+
+    def test_clamp_of_integers_by_float_bounds_is_float(self):
+        i = torch.tensor([-3, 0, 2, 5])
+        self.check(lambda t: t.clamp(-1.5, 2.5), i)
+        self.check(lambda t: t.clamp(min=-1.5), i)
+        self.check(lambda t: torch.clamp_max(t, 2.5), i)
+        self.check(lambda t: t.clamp(-1, 2), i)
+
+    def test_softmax_of_integers_raises_as_eager(self):
+        with self.assertRaisesRegex(RuntimeError, "not implemented for 'Long'"):
+            torch.tensor([1, 2]).to(LAZY).softmax(0).cpu()
+        # LTC's device lock keeps a failed run's error and raises it once more at the next sync.
+        with self.assertRaisesRegex(RuntimeError, "not implemented for 'Long'"):
+            torch._lazy.mark_step()
+        torch._lazy.mark_step()
+
 
 class LinearAlgebraTest(Case):
     def test_products(self):
@@ -173,6 +199,11 @@ class LinearAlgebraTest(Case):
         self.check(torch.dot, v, v)
         self.check(lambda s, t, c: torch.addmm(c, s, t), a, b, bias)
         self.check(lambda s, t, c: torch.addmm(c, s, t, beta=0.5, alpha=2.0), a, b, bias)
+        # beta 0 ignores the input, NaN included (LTC passes beta at run time).
+        nan = torch.full((5, 3), float('nan'))
+        self.check(lambda s, t, c: torch.addmm(c, s, t, beta=0), a, b, nan)
+        self.check(lambda c, s, t: torch.baddbmm(c, s, t, beta=0.0, alpha=0.5), nan.expand(2, 5, 3).clone(),
+                   rnd(2, 5, 7), rnd(2, 7, 3, seed=5))
         self.check(F.linear, a, w, bias)
         p, q = rnd(2, 5, 7), rnd(2, 7, 3, seed=5)
         self.check(torch.bmm, p, q)
@@ -295,6 +326,20 @@ class NnTest(Case):
                   lambda t, v: F.selu(t), lambda t, v: F.celu(t, 0.5)]:
             with self.subTest(f=f):
                 self.check(f, x * 3, u)
+
+    def test_nll_gradient_where_the_total_weight_is_zero(self):
+        # Every row ignored (a batch of padding): eager's gradient is 0, not 0 / 0 everywhere;
+        # a class of weight 0: NaN at that class's rows' target column alone.
+        target, weight = torch.tensor([1, 1, 1]), torch.tensor([1.0, 0.0, 1.0, 1.0])
+        for loss in [lambda t: F.cross_entropy(t, to_lazy(target) if t.device.type == LAZY else target, ignore_index=1),
+                     lambda t: F.nll_loss(t, to_lazy(target) if t.device.type == LAZY else target,
+                                          weight=to_lazy(weight) if t.device.type == LAZY else weight)]:
+            grads = []
+            for device in ['cpu', LAZY]:
+                x = rnd(3, 4).to(device).requires_grad_()
+                loss(x).backward()
+                grads.append(x.grad.cpu())
+            torch.testing.assert_close(grads[1], grads[0], equal_nan=True)
 
     def test_batch_norm(self):
         x, w, b = rnd(4, 3, 5, 6), rnd(3, seed=1), rnd(3, seed=2)
