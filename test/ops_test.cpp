@@ -485,6 +485,20 @@ TEST(ViewTest, ViewsOfASizeDoNotRecompile) {
 // ---------------------------------------------------------------------------------------------
 // Random numbers
 
+/// Random values picked by an index and folded over rows of one element (a reduction over
+/// dim 0 of index_select(rand, 1, [i])): each row's counter is its own. Tier 0 once spread a
+/// stale block for such a value of the row, giving every row the first row's number.
+TEST(RandomTest, RandomValuesFoldedOverRowsOfOneElementAreEachRowsOwn) {
+  const Tensor first = Tensor::from_vector<int32_t>({0}, {1});
+  for (DType dtype : kFloats) {
+    const Tensor r = rand({4, 7}, 86, dtype);
+    expect_matches(sum(index_select(r, 1, first), {0}), "sum of rand's column 0", 4);
+    expect_matches(amax(index_select(r, 1, first), {0}), "amax of rand's column 0");
+    const Tensor r4 = rand({4, 7, 3, 2}, 86, dtype);
+    expect_matches(amax(index_select(transpose(r4 * 2.0, -3, 0), -1, first), {-3}), "amax of a transposed rand's first of 2");
+  }
+}
+
 TEST(RandomTest, RandAndRandnMatchTheInterpreterAndAreSeeded) {
   for (DType dtype : kFloats) {
     expect_matches(rand({3, 70001}, 42, dtype), "rand large");  // above the parallel threshold

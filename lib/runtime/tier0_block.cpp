@@ -19,7 +19,7 @@ const std::byte* Runner::lanes(Id e, int64_t n) {
   std::byte* out = block(e);
   if (ready(e)) return in_place_[e] != nullptr ? in_place_[e] : out;
   set_ready(e);
-  if (loop_->form[e] == Form::Row) {  // one value per row (compute_per_row): spread along the rows
+  if (row_block(e) != nullptr) {  // one value per row (compute_per_row): spread along the rows
     spread(out, dtype_size(k_.exprs[e].dtype), n);
     per_row_[e] = 0;
   } else if (loop_->form[e] == Form::Uniform) {
