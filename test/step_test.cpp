@@ -298,6 +298,30 @@ TEST(StepTest, ResultsDonatedBuffersOfOneShapeReadTheOldValuesTheyNeed) {
   EXPECT_THAT(w.to_vector<float>(), ElementsAre(-3.5f, -3.5f, -3.5f, -1.5f, -1.5f, -1.5f));
 }
 
+TEST(StepTest, AFoldOfABroadcastParameterDoesNotTakeItsBuffer) {
+  // s[i] = sum over j of (p[j] and m[i]): s has p's shape, but row i reads every p[j], so
+  // writing s[0] into p's dead buffer would change what rows 1.. read. Found by fuzzing (the
+  // count came out 2 for 3). A row's value read only at the row (acc[i] + sum of row i)
+  // still takes the dead buffer.
+  const Tensor m = Tensor::from_vector<bool>({false, false, true, false}, {4, 1});
+  Tensor p = Tensor::from_vector<int64_t>({-1, 0, -5, -4}, {4});
+  mark_step();
+  const Tensor s = sum(logical_and(p, m), {1});
+  p = Tensor();
+  int64_t donations = metrics().donations;
+  mark_step();
+  EXPECT_EQ(metrics().donations - donations, 0);
+  EXPECT_THAT(s.to_vector<int64_t>(), ElementsAre(0, 0, 3, 0));
+  Tensor acc = Tensor::from_vector<float>({1, 2, 3}, {3});
+  const Tensor x = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {3, 2});
+  mark_step();
+  acc += sum(x, {1});
+  donations = metrics().donations;
+  mark_step();
+  EXPECT_EQ(metrics().donations - donations, 1);
+  EXPECT_THAT(acc.to_vector<float>(), ElementsAre(4, 9, 14));
+}
+
 TEST(StepTest, AProductReadByALaterKernelKeepsItsBufferAndAnotherTakesTheDeadOne) {
   // b dies at the barrier; p, q and s all read b's values. p is read in place (q's left
   // operand) and by s's row kernel, so p must be written before them: it keeps its own

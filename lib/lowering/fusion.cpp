@@ -331,6 +331,31 @@ class Planner {
     return plan;
   }
 
+  /// Whether kernel `spec` reads parameter `p` only at the element it writes: each value
+  /// computed from p (in the region `in`, by this kernel) up to the kernel's stages is an
+  /// elementwise op at the element of p's own shape. A stage reads its row whole before the
+  /// row is written; a broadcast reads other elements (p[j] in a sum over j of row i).
+  bool read_at_element(const KernelSpec& spec, const std::vector<bool>& in, const std::vector<bool>& at_element,
+                       int p) const {
+    std::vector<int> stack = {p};
+    std::vector<bool> seen(n_, false);
+    while (!stack.empty()) {
+      const int v = stack.back();
+      stack.pop_back();
+      for (int u : users_[v]) {
+        if (seen[u] || !in[u] || !computes(spec, u)) continue;
+        seen[u] = true;
+        if (std::find(spec.stages.begin(), spec.stages.end(), u) != spec.stages.end()) continue;
+        if (!at_element[u] || access_of(graph_, u) != AccessPattern::Elementwise ||
+            graph_.nodes[u]->shape() != graph_.nodes[p]->shape()) {
+          return false;
+        }
+        stack.push_back(u);
+      }
+    }
+    return true;
+  }
+
   void describe_reads(KernelSpec& spec) const {
     const std::vector<bool> in = region(spec);
     const std::vector<bool> at_element = direct(spec, in);
@@ -346,13 +371,8 @@ class Planner {
       const int slot = graph_.parameter_slot[i];
       if (slot < 0 || std::find(spec.reads.begin(), spec.reads.end(), slot) != spec.reads.end()) continue;
       spec.reads.push_back(slot);
-      bool only_at_element = spec.kind != KernelKind::PackA && spec.kind != KernelKind::PackB;
-      for (int u : users_[i]) {
-        if (!in[u] || !computes(spec, u)) continue;
-        const bool stage = std::find(spec.stages.begin(), spec.stages.end(), u) != spec.stages.end();
-        only_at_element = only_at_element && (stage || (at_element[u] && access_of(graph_, u) == AccessPattern::Elementwise));
-      }
-      if (only_at_element) spec.direct_reads.push_back(slot);
+      const bool packs = spec.kind == KernelKind::PackA || spec.kind == KernelKind::PackB;
+      if (!packs && read_at_element(spec, in, at_element, i)) spec.direct_reads.push_back(slot);
     }
     if (spec.kind == KernelKind::Matmul) {  // operands in a parameter's buffer are read in place, whole rows
       std::erase(spec.direct_reads, graph_.parameter_slot[graph_.operands[spec.domain][0]]);

@@ -124,16 +124,16 @@ void NestInverter::invert(std::vector<Stmt>& body) {
       // rows lie whole in memory.
       for (Stmt& inner : inners) {
         Stmt outer = s;
-        if (short_under(inner, s) && moves_rows(inner)) {
+        if (!short_under(inner, s)) {
+          outer.body.push_back(std::move(inner));
+          out.push_back(std::move(outer));
+        } else if (moves_rows(inner)) {
           outer.body.push_back(std::move(inner));
           out.push_back(flattened(std::move(outer)));
           ++flattened_;
-        } else if (short_under(inner, s)) {
+        } else {
           std::swap(outer.body, inner.body);
           out.push_back(chunked(std::move(outer), std::move(inner)));
-        } else {
-          outer.body.push_back(std::move(inner));
-          out.push_back(std::move(outer));
         }
       }
     }
