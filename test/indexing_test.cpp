@@ -303,6 +303,18 @@ TEST(ScatterTest, AKernelCompiledForACoveringIndexServesANarrowerOne) {
   EXPECT_EQ(metrics().graphs_planned, planned);  // the same graph key: its plan and kernels reused
 }
 
+// An index of one row, narrower than the input's lines, with a larger src: the lines past the
+// index's columns read no index. Its check once ran on every line, outside the loop that the
+// index's coverage guards: it read past the index's end and failed with that garbage as the
+// index out of range (tier 0), or read it and passed (compiled code).
+TEST(ScatterTest, TheLinesPastANarrowIndexReadNoIndex) {
+  const Tensor src = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+  EXPECT_EQ(scatter_add(zeros({4, 5}), 0, Tensor::from_vector<int64_t>({3, 1}, {1, 2}), src).to_vector<float>(),
+            (std::vector<float>{0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0}));
+  EXPECT_EQ(scatter_add(zeros({4, 5}), 1, Tensor::from_vector<int64_t>({1, 0}, {2, 1}), src).to_vector<float>(),
+            (std::vector<float>{0, 1, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
+}
+
 TEST(ScatterTest, AnIndexOutOfRangeAndBadArgumentsAreErrors) {
   const Tensor x = zeros({3, 2});
   expect_error([&] { index_add(x, 0, Tensor::from_vector<int64_t>({0, 3}, {2}), ones({2, 2})).to_vector<float>(); },

@@ -274,9 +274,31 @@ int Builder::check(Id cond, Id value, int status_buffer) {
   Stmt s{Stmt::Kind::Check, status_buffer};
   s.code = ++kernel_.num_checks;
   s.values = {cond, value};
-  const size_t at = std::max(depth(cond), depth(value));
+  size_t at = std::max(depth(cond), depth(value));
+  // Hoisted out of the loops it does not depend on, but not out of a guard: a loop whose
+  // bound is a condition, not index arithmetic (a scatter's "the index covers this line"),
+  // may run no iteration, and its check would read an index past the index's end.
+  for (size_t d = open_.size(); d > at; --d) {
+    if (!index_arithmetic(open_[d - 1].hi)) {
+      at = d;
+      break;
+    }
+  }
   (at == 0 ? kernel_.body : open_[at - 1].body).push_back(std::move(s));
   return kernel_.num_checks;
+}
+
+bool Builder::index_arithmetic(Id e) const {
+  const Expr& x = kernel_.exprs[e];
+  switch (x.kind) {
+    case ExprKind::Const:
+    case ExprKind::Var:
+    case ExprKind::Begin:
+    case ExprKind::End:
+    case ExprKind::Dim: return true;
+    case ExprKind::Index: return index_arithmetic(x.operands[0]) && index_arithmetic(x.operands[1]);
+    default: return false;
+  }
 }
 
 }  // namespace lazyjit::kir

@@ -231,6 +231,9 @@ class Builder {
   size_t depth(Id e) const;
 
   Kernel kernel_;
+  /// Whether `e` is index arithmetic of loop variables, dims and constants alone.
+  bool index_arithmetic(Id e) const;
+
   std::vector<Stmt> open_;  // loops being built, innermost last
   absl::flat_hash_map<Expr, Id> ids_;
 };
