@@ -184,6 +184,10 @@ TEST(ReduceTest, VarAndStdMatchTwoPassSumsInDouble) {
     }
   }
   EXPECT_TRUE(std::isnan(var(Tensor::from_vector<float>({2.5f}, {1})).item<float>()));  // 0 / 0, as PyTorch
+  for (const bool unbiased : {true, false}) {  // over no elements: NaN, not 0 / -1 = -0
+    for (const float v : var(zeros({0, 3}), {0}, unbiased).to_vector<float>()) EXPECT_TRUE(std::isnan(v)) << unbiased;
+    for (const float v : lazyjit::std(zeros({0, 3}), {0}, unbiased).to_vector<float>()) EXPECT_TRUE(std::isnan(v)) << unbiased;
+  }
   EXPECT_EQ(var(Tensor::from_vector<float>({2.5f}, {1}), {}, /*unbiased=*/false).item<float>(), 0.0f);
   EXPECT_FLOAT_EQ(var(Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2})).item<float>(), 5.0f / 3);
 }

@@ -225,8 +225,9 @@ Tensor var(const Tensor& t, std::vector<int64_t> dims, bool unbiased, bool keepd
   int64_t n = 1;
   for (int64_t d : attrs) n *= x->shape()[d];
   const Tensor centred = t - mean(t, dims, /*keepdim=*/true);
-  // Over fewer than two elements the unbiased estimate is 0 / 0: NaN, as PyTorch.
-  return sum(centred * centred, dims, keepdim) / static_cast<double>(n - (unbiased ? 1 : 0));
+  // Over fewer than two elements the unbiased estimate is 0 / 0: NaN, as PyTorch (whose
+  // divisor is max(0, n - correction): over none, 0 / -1 would be -0).
+  return sum(centred * centred, dims, keepdim) / static_cast<double>(std::max<int64_t>(n - (unbiased ? 1 : 0), 0));
 }
 
 Tensor std(const Tensor& t, std::vector<int64_t> dims, bool unbiased, bool keepdim) {
