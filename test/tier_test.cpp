@@ -70,97 +70,80 @@ std::vector<float> program(const std::vector<float>& x_values) {
   return y.to_vector<float>();
 }
 
-/// A pack of A's rows in panels of 6 (out[p][k][r] = 2 in[6p + r][k], zeros past the last
-/// row): tier 0 runs its short lane loop under the long K loop inverted, K in chunks (none,
-/// one, two whole, and a last one partial), and the zeros, whose rows of r lie whole in
-/// memory, flattened. The same stores. (The doubling makes it more than a copy: a copy nest
-/// runs as copies instead, the next test.)
-TEST(TierZeroTest, AShortLoopUnderALongOneStoresWhatItStoresInOrder) {
-  kir::Builder k;
-  const int in = k.new_buffer(DType::Float32), out = k.new_buffer(DType::Float32);
-  const kir::Id rows = k.dim(k.new_dim()), depth = k.dim(k.new_dim()), mr = k.index(6);
-  k.loop(k.begin(), k.end(), [&](kir::Id panel) {
-    const kir::Id first = k.mul(panel, mr), lanes = k.min(mr, k.sub(rows, first));
-    const kir::Id base = k.mul(k.mul(panel, depth), mr);
-    k.loop(k.index(0), depth, [&](kir::Id kk) {
-      k.loop(k.index(0), lanes, [&](kir::Id r) {
-        const kir::Id value = k.load(in, k.add(k.mul(k.add(first, r), depth), kk));
-        k.store(out, k.add(base, k.add(k.mul(kk, mr), r)), k.op(ir::OpKind::Add, DType::Float32, {value, value}));
-      });
-      k.loop(lanes, mr, [&](kir::Id r) {
-        k.store(out, k.add(base, k.add(k.mul(kk, mr), r)), k.float_constant(DType::Float32, 0));
-      });
-    });
-  });
-  k.kernel().kind = "panel";
-  k.kernel().count = k.ceil_div(rows, mr);
-  k.kernel().work = depth;
-  const runtime::Tier0Kernel kernel(k.take());
-  EXPECT_EQ(kernel.shape().copies, 0);
-  EXPECT_EQ(kernel.shape().flattened, 1);  // the zeros: a nest of their own, rows of whole lanes
-  for (const int64_t depth_value : {0, 37, 256, 300}) {
-    const int64_t n = 13, panels = 3;
-    std::vector<float> a(static_cast<size_t>(n * depth_value)), packed(static_cast<size_t>(panels * depth_value * 6), -1);
-    for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i);
-    void* args[] = {a.data(), packed.data()};
-    const int64_t dims[] = {n, depth_value};
-    ASSERT_EQ(kernel.run(args, dims, 0, panels), 0);
-    for (int64_t p = 0; p < panels; ++p) {
-      for (int64_t kk = 0; kk < depth_value; ++kk) {
-        for (int64_t r = 0; r < 6; ++r) {
-          const float expected = 6 * p + r < n ? 2 * a[static_cast<size_t>((6 * p + r) * depth_value + kk)] : 0.0f;
-          ASSERT_EQ(packed[static_cast<size_t>((p * depth_value + kk) * 6 + r)], expected)
-              << "K " << depth_value << ": " << p << " " << kk << " " << r;
-        }
-      }
-    }
-  }
-}
+/// A pack of A in panels of 6 lanes, out[p][k][r] = f(A[6p + r][k]) with zeros past the last
+/// row, A [13, K] read along its rows or, `transposed`, from A^T [K, 13]; f doubles (x + x:
+/// more than a copy, which a copy nest would run as copies) or is relu.
+struct PackOfA {
+  bool transposed;
+  ir::OpKind f;
 
-/// A pack of A from a transposed operand in panels of 6 (out[p][k][r] = relu(in[k][6p + r]),
-/// zeros past the last row: a weight's gradient x^T g): each K step's lanes lie whole in
-/// memory, so tier 0 runs the nest flattened, a block of whole rows at a time, where inverted
-/// it would read a lane at a time K apart. The same stores, panels of 6 lanes, of 1 (the last).
-TEST(TierZeroTest, AShortLoopWhoseRowsLieWholeRunsFlattened) {
-  kir::Builder k;
-  const int in = k.new_buffer(DType::Float32), out = k.new_buffer(DType::Float32);
-  const kir::Id rows = k.dim(k.new_dim()), depth = k.dim(k.new_dim()), mr = k.index(6);
-  k.loop(k.begin(), k.end(), [&](kir::Id panel) {
-    const kir::Id first = k.mul(panel, mr), lanes = k.min(mr, k.sub(rows, first));
-    const kir::Id base = k.mul(k.mul(panel, depth), mr);
-    k.loop(k.index(0), depth, [&](kir::Id kk) {
-      k.loop(k.index(0), lanes, [&](kir::Id r) {
-        const kir::Id value = k.load(in, k.add(k.mul(kk, rows), k.add(first, r)));
-        k.store(out, k.add(base, k.add(k.mul(kk, mr), r)), k.op(ir::OpKind::Relu, DType::Float32, {value}));
-      });
-      k.loop(lanes, mr, [&](kir::Id r) {
-        k.store(out, k.add(base, k.add(k.mul(kk, mr), r)), k.float_constant(DType::Float32, 0));
+  runtime::Tier0Kernel kernel() const {
+    kir::Builder k;
+    const int in = k.new_buffer(DType::Float32), out = k.new_buffer(DType::Float32);
+    const kir::Id rows = k.dim(k.new_dim()), depth = k.dim(k.new_dim()), mr = k.index(6);
+    k.loop(k.begin(), k.end(), [&](kir::Id panel) {
+      const kir::Id first = k.mul(panel, mr), lanes = k.min(mr, k.sub(rows, first));
+      const kir::Id base = k.mul(k.mul(panel, depth), mr);
+      k.loop(k.index(0), depth, [&](kir::Id kk) {
+        k.loop(k.index(0), lanes, [&](kir::Id r) {
+          const kir::Id row = k.add(first, r);
+          const kir::Id x = k.load(in, transposed ? k.add(k.mul(kk, rows), row) : k.add(k.mul(row, depth), kk));
+          const kir::Id value = f == ir::OpKind::Add ? k.op(f, DType::Float32, {x, x}) : k.op(f, DType::Float32, {x});
+          k.store(out, k.add(base, k.add(k.mul(kk, mr), r)), value);
+        });
+        k.loop(lanes, mr, [&](kir::Id r) {
+          k.store(out, k.add(base, k.add(k.mul(kk, mr), r)), k.float_constant(DType::Float32, 0));
+        });
       });
     });
-  });
-  k.kernel().kind = "panel";
-  k.kernel().count = k.ceil_div(rows, mr);
-  k.kernel().work = depth;
-  const runtime::Tier0Kernel kernel(k.take());
-  EXPECT_EQ(kernel.shape().copies, 0);
-  EXPECT_EQ(kernel.shape().flattened, 2);  // the values and the zeros
-  for (const int64_t depth_value : {0, 1, 37, 300}) {
+    k.kernel().kind = "panel";
+    k.kernel().count = k.ceil_div(rows, mr);
+    k.kernel().work = depth;
+    return runtime::Tier0Kernel(k.take());
+  }
+
+  /// Runs `kernel` for K = depth over the 3 panels of 13 rows and checks every element.
+  void check(const runtime::Tier0Kernel& kernel, int64_t depth) const {
     const int64_t n = 13, panels = 3;
-    std::vector<float> a(static_cast<size_t>(n * depth_value)), packed(static_cast<size_t>(panels * depth_value * 6), -1);
+    std::vector<float> a(static_cast<size_t>(n * depth)), packed(static_cast<size_t>(panels * depth * 6), -1);
     for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i % 7) - 3.0f;
     void* args[] = {a.data(), packed.data()};
-    const int64_t dims[] = {n, depth_value};
+    const int64_t dims[] = {n, depth};
     ASSERT_EQ(kernel.run(args, dims, 0, panels), 0);
     for (int64_t p = 0; p < panels; ++p) {
-      for (int64_t kk = 0; kk < depth_value; ++kk) {
+      for (int64_t kk = 0; kk < depth; ++kk) {
         for (int64_t r = 0; r < 6; ++r) {
-          const float expected = 6 * p + r < n ? std::max(a[static_cast<size_t>(kk * n + 6 * p + r)], 0.0f) : 0.0f;
-          ASSERT_EQ(packed[static_cast<size_t>((p * depth_value + kk) * 6 + r)], expected)
-              << "K " << depth_value << ": " << p << " " << kk << " " << r;
+          const int64_t row = 6 * p + r;
+          const float x = row < n ? a[static_cast<size_t>(transposed ? kk * n + row : row * depth + kk)] : 0.0f;
+          const float expected = row < n ? (f == ir::OpKind::Add ? x + x : std::max(x, 0.0f)) : 0.0f;
+          ASSERT_EQ(packed[static_cast<size_t>((p * depth + kk) * 6 + r)], expected) << "K " << depth << ": " << p << " " << kk << " " << r;
         }
       }
     }
   }
+};
+
+/// A pack of A's rows (2 A[6p + r][k]): tier 0 runs its short lane loop under the long K loop
+/// inverted, K in chunks (none, one, two whole, and a last one partial), and the zeros, whose
+/// rows of r lie whole in memory, flattened. The same stores.
+TEST(TierZeroTest, AShortLoopUnderALongOneStoresWhatItStoresInOrder) {
+  const PackOfA pack{.transposed = false, .f = ir::OpKind::Add};
+  const runtime::Tier0Kernel kernel = pack.kernel();
+  EXPECT_EQ(kernel.shape().copies, 0);
+  EXPECT_EQ(kernel.shape().flattened, 1);  // the zeros: a nest of their own, rows of whole lanes
+  for (const int64_t depth : {0, 37, 256, 300}) pack.check(kernel, depth);
+}
+
+/// A pack of A from a transposed operand (relu(A^T[k][6p + r]): a weight's gradient x^T g):
+/// each K step's lanes lie whole in memory, so tier 0 runs the nest flattened, a block of
+/// whole rows at a time, where inverted it would read a lane at a time K apart. The same
+/// stores, panels of 6 lanes and of 1 (the last).
+TEST(TierZeroTest, AShortLoopWhoseRowsLieWholeRunsFlattened) {
+  const PackOfA pack{.transposed = true, .f = ir::OpKind::Relu};
+  const runtime::Tier0Kernel kernel = pack.kernel();
+  EXPECT_EQ(kernel.shape().copies, 0);
+  EXPECT_EQ(kernel.shape().flattened, 2);  // the values and the zeros
+  for (const int64_t depth : {0, 1, 37, 300}) pack.check(kernel, depth);
 }
 
 /// Tier 0 reads a unit-stride load where it lies, without copying it into a block, unless the
