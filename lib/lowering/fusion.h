@@ -1,4 +1,5 @@
-// Fusion planning: which kernels a graph runs, what each computes, and the buffers between.
+// Fusion planning: which kernels a graph runs, what each computes, and the buffers between
+// (the planner in fusion.cpp; the queries over its plans in regions.cpp).
 #pragma once
 
 #include <string>
@@ -22,6 +23,10 @@ namespace lazyjit::lowering {
 ///    reads them in place (A in a buffer; a window by window_in_place, B's rows' offsets from RowsOfB).
 /// Depends only on what the graph key contains, so one key has one plan.
 KernelPlan plan_kernels(const ir::Graph& graph);
+
+/// Whether node `n` of `graph` passes through memory: a reduction, a matmul product, a scan
+/// or a scatter (every other value is recomputed by each kernel that reads it).
+bool is_boundary(const ir::Graph& graph, int n);
 
 /// The node whose buffer matmul `product` reads operand `side` (0: A, 1: B) from in place,
 /// or -1. An operand qualifies when it is a sliding window without padding (a convolution's
