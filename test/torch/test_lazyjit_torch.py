@@ -206,6 +206,11 @@ class LinearAlgebraTest(Case):
         p, q = rnd(2, 5, 7), rnd(2, 7, 3, seed=5)
         self.check(torch.bmm, p, q)
         self.check(lambda c, s, t: torch.baddbmm(c, s, t), torch.ones(2, 5, 3), p, q)
+        # Eager's own baddbmm (1.13) scales its uninitialised result by beta, so with beta 0 it
+        # leaks NaN at random (pytorch/pytorch#96037, fixed after 1.13): the reference here is
+        # what the documentation promises, alpha * (p @ q).
+        got = torch.baddbmm(to_lazy(nan.expand(2, 5, 3).clone()), to_lazy(p), to_lazy(q), beta=0.0, alpha=0.5)
+        self.assert_matches(got.cpu(), 0.5 * torch.bmm(p, q), 1e-5, 1.3e-5)
         self.check(torch.matmul, rnd(2, 3, 5, 7), rnd(7, 4))
 
 
