@@ -116,6 +116,13 @@ Workload workload(const std::string& name) {
               return in[0] * lazyjit::rsqrt(s / 128.0 + 1e-5) * lazyjit::sqrt(s + 2.0) - in[0] / (s + 1.0);
             }};
   }
+  if (name == "dropout") {  // a dropout mask over a GPT block's activations (the seed is a run-time scalar)
+    return {[] { return std::vector<Tensor>{randn({1024, 512}, 15)}; },
+            [](std::vector<Tensor>& in) { return lazyjit::nn::dropout(in[0], 0.1, 17); }};
+  }
+  if (name == "randn") {  // a weight's initialisation: [512, 512] normal values
+    return {[] { return std::vector<Tensor>{}; }, [](std::vector<Tensor>&) { return randn({512, 512}, 16); }};
+  }
   return {};
 }
 
@@ -169,5 +176,7 @@ TIER0_ROWS(row_scaled);
 TIER0_ROWS(embedding);
 TIER0_ROWS(embedding_sum);
 TIER0_ROWS(causal_softmax);
+TIER0_ROWS(dropout);
+TIER0_ROWS(randn);
 
 }  // namespace

@@ -4,6 +4,7 @@
 // no multiply and add fuse unless written as an fma, as in compiled code.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -234,12 +235,38 @@ void cast(const void* const* operands, void* out_raw, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Stored<To>>(sem::convert<To, From>(static_cast<From>(a[i])));
 }
 
+/// rand and randn over a block of lanes, each lane's counter its own: the cipher's rounds run
+/// across the lanes (vectorised), then Box-Muller's log and cos through libmvec, as in
+/// compiled loops.
 template <bool normal, class T>
 void random(uint64_t seed, const int64_t* counters, void* out_raw, int64_t n) {
+  namespace philox = ir::philox;
+  constexpr int64_t kLanes = 256;
   T* out = static_cast<T*>(out_raw);
-  for (int64_t i = 0; i < n; ++i) {
-    const ir::philox::Block words = ir::philox::generate(seed, static_cast<uint64_t>(counters[i]));
-    out[i] = normal ? ir::philox::normal<T>(words) : ir::philox::uniform<T>(words);
+  for (int64_t at = 0; at < n; at += kLanes) {
+    const int64_t m = std::min(kLanes, n - at);
+    uint32_t c0[kLanes], c1[kLanes], c2[kLanes] = {}, c3[kLanes] = {};
+    for (int64_t i = 0; i < m; ++i) {
+      c0[i] = static_cast<uint32_t>(counters[at + i]);
+      c1[i] = static_cast<uint32_t>(static_cast<uint64_t>(counters[at + i]) >> 32);
+    }
+    uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
+    for (int r = 0; r < philox::kRounds; ++r, k0 += philox::kWeyl0, k1 += philox::kWeyl1) {
+      for (int64_t i = 0; i < m; ++i) philox::round(c0[i], c1[i], c2[i], c3[i], k0, k1);
+    }
+    T* o = out + at;
+    if constexpr (!normal) {
+      for (int64_t i = 0; i < m; ++i) o[i] = philox::uniform<T>(philox::Block{{c0[i], c1[i], c2[i], c3[i]}});
+    } else {
+      T angle[kLanes];
+      for (int64_t i = 0; i < m; ++i) {
+        philox::normal_uniforms(philox::Block{{c0[i], c1[i], c2[i], c3[i]}}, o[i], angle[i]);
+        angle[i] = philox::normal_angle(angle[i]);
+      }
+      vec_log(o, o, m);
+      vec_cos(angle, angle, m);
+      for (int64_t i = 0; i < m; ++i) o[i] = std::sqrt(T(-2) * o[i]) * angle[i];
+    }
   }
 }
 
