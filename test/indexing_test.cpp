@@ -188,6 +188,19 @@ TEST(GatherTest, AnIndexOutOfRangeAndBadShapesAreErrors) {
                "take_along_dim: the indices must have the tensor's rank 2, got shape [1]");
 }
 
+// A fused index that is the same for every element (a pending zeros) has its check hoisted
+// out of the element loop; over a dim of 0 that loop runs no iteration, so there is no index
+// to check (PyTorch's topk(empty, 0) then sum). Hoisted, the check once failed on the index
+// no element reads. Out of a loop that runs, it still fails.
+TEST(GatherTest, AnIndexNoElementReadsIsNotChecked) {
+  EXPECT_EQ(sum(gather(zeros({0}), 0, zeros({0}, DType::Int64))).item<float>(), 0.0f);
+  EXPECT_EQ(sum(gather(zeros({3, 0}), 1, zeros({3, 0}, DType::Int64)), {1}).to_vector<float>(),
+            (std::vector<float>{0, 0, 0}));
+  EXPECT_EQ(sum(index_select(zeros({0, 2}), 0, zeros({0}, DType::Int64))).item<float>(), 0.0f);
+  expect_error([&] { sum(gather(zeros({2}), 0, full({3}, int64_t{5}, DType::Int64))).item<float>(); },
+               "gather: index 5 is out of range for dim 0 of size 2");
+}
+
 TEST(EmbeddingTest, RowsAtIndicesOfAnyShape) {
   const Tensor weight = Tensor::from_vector<float>({0, 1, 10, 11, 20, 21}, {3, 2});
   const Tensor rows = embedding(weight, Tensor::from_vector<int64_t>({2, 0, 1, 2}, {2, 2}));

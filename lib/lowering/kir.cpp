@@ -1,6 +1,7 @@
 // Kernel IR: construction (kir::Builder). Its text, byte and verified forms: kir_text.cpp.
 #include "lowering/kir.h"
 
+#include <algorithm>
 #include <bit>
 
 
@@ -283,6 +284,25 @@ int Builder::check(Id cond, Id value, int status_buffer) {
       at = d;
       break;
     }
+  }
+  // Out of a loop that may run no iteration (over a dim of 0) the check must hold where the
+  // loop is empty too: `cond or hi <= lo`, placed where those bounds are known.
+  auto may_be_empty = [&](const Stmt& loop) {
+    const std::optional<int64_t> lo = constant_value(loop.lo), hi = constant_value(loop.hi);
+    if (lo && hi) return *hi <= *lo;
+    return !(kernel_.exprs[loop.lo].kind == ExprKind::Begin && kernel_.exprs[loop.hi].kind == ExprKind::End);
+  };
+  for (size_t need = at;; at = need) {  // bounds that use an inner loop's variable hoist less
+    for (size_t d = open_.size(); d > at; --d) {
+      if (may_be_empty(open_[d - 1])) need = std::max({need, depth(open_[d - 1].lo), depth(open_[d - 1].hi)});
+    }
+    if (need == at) break;
+  }
+  for (size_t d = open_.size(); d > at; --d) {
+    const Stmt& loop = open_[d - 1];
+    if (!may_be_empty(loop)) continue;
+    const Id empty = op(ir::OpKind::Le, DType::Bool, {loop.hi, loop.lo});
+    s.values[0] = op(ir::OpKind::LogicalOr, DType::Bool, {s.values[0], empty});
   }
   (at == 0 ? kernel_.body : open_[at - 1].body).push_back(std::move(s));
   return kernel_.num_checks;
