@@ -747,6 +747,19 @@ TEST(AutogradTies, KinksFollowPyTorch) {
   EXPECT_THAT(g[1].to_vector<double>(), ElementsAre(0.0, 0.5, 1.0));
 }
 
+// softplus at its threshold takes the log branch whole, as PyTorch's backward does: its
+// gradient there is sigmoid(beta x), not half of it (a min of beta x and the threshold once
+// split the tie).
+TEST(AutogradTies, SoftplusAtItsThresholdIsTheLogBranchs) {
+  Tensor x = f64({19, 20, 21});
+  const std::vector<double> g = grad_of(sum(softplus(x)), x);
+  EXPECT_DOUBLE_EQ(g[0], 1 / (1 + std::exp(-19.0)));
+  EXPECT_DOUBLE_EQ(g[1], 1 / (1 + std::exp(-20.0)));
+  EXPECT_EQ(g[2], 1.0);
+  Tensor y = f64({5});
+  EXPECT_DOUBLE_EQ(grad_of(sum(softplus(y, 2.0, 10.0)), y)[0], 1 / (1 + std::exp(-10.0)));
+}
+
 TEST(AutogradPaths, IntegerAndBoolPathsContributeNothing) {
   Tensor x = f64({1, 5, 2, 7, 3, 0}, {2, 3});
   // argmax of each row is 1 and 0: only the multiplication's own path carries a gradient.

@@ -125,9 +125,10 @@ Tensor masked_fill(const Tensor& t, const Tensor& mask, Scalar value) {
 Tensor silu(const Tensor& t) { return t * sigmoid(t); }
 
 Tensor softplus(const Tensor& t, double beta, double threshold) {
-  // The log branch sees at most the threshold: no overflow, so no NaN in its gradient.
-  const Tensor scaled = t * beta;
-  return where(gt(scaled, threshold), t, log1p(exp(minimum(scaled, full({}, threshold, scaled.dtype())))) / beta);
+  // The log branch sees the threshold where it is not taken: no overflow, so no NaN in its
+  // gradient; at the threshold itself it is taken whole (min would split the gradient there).
+  const Tensor scaled = t * beta, over = gt(scaled, threshold);
+  return where(over, t, log1p(exp(where(over, threshold, scaled))) / beta);
 }
 
 Tensor clamp(const Tensor& t, Scalar lo, Scalar hi) {
