@@ -493,19 +493,24 @@ Tensor glu_of(const Tensor& x, int64_t dim) {
 namespace {
 
 /// The scale from output to input index along one dim (area_pixel_compute_scale): a given
-/// scale factor's inverse, else in / out; with align_corners, (in - 1) / (out - 1). In float.
+/// scale factor's inverse, else in / out; with align_corners, (in - 1) / (out - 1). In T,
+/// the type eager computes coordinates in (double for a double input's linear mode).
+template <class T>
 double upsample_scale(const Call& c, std::string_view scale_name, int64_t in, int64_t out, bool align_corners) {
-  if (align_corners) return out > 1 ? static_cast<float>(in - 1) / static_cast<float>(out - 1) : 0.0;
+  if (align_corners) return out > 1 ? static_cast<T>(in - 1) / static_cast<T>(out - 1) : 0.0;
   const std::optional<double> given = c.has(scale_name) ? c.constant_number(scale_name) : std::nullopt;
   if (c.has(scale_name) && !given) c.unsupported("a scale factor computed at run time");
-  return given && *given > 0 ? static_cast<float>(1.0 / *given) : static_cast<float>(in) / static_cast<float>(out);
+  return given && *given > 0 ? static_cast<T>(1.0 / *given) : static_cast<T>(in) / static_cast<T>(out);
 }
 
 /// `x` resampled along `dim` to `out` elements.
 Tensor resample(const Call& c, const Tensor& x, int64_t dim, int64_t out, std::string_view scale_name, bool bilinear) {
   const int64_t in = x.shape()[static_cast<size_t>(dim)];
   const bool align_corners = bilinear && c.boolean("align_corners");
-  const Scalar scale(upsample_scale(c, scale_name, in, out, align_corners));
+  // Nearest's source index is float arithmetic for every dtype, linear's the input's own.
+  const DType coordinates = bilinear && x.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
+  const Scalar scale(coordinates == DType::Float64 ? upsample_scale<double>(c, scale_name, in, out, align_corners)
+                                                   : upsample_scale<float>(c, scale_name, in, out, align_corners));
   std::vector<int64_t> shape(static_cast<size_t>(x.dim()), 1);
   shape[static_cast<size_t>(dim)] = out;
   const Tensor last = full({}, static_cast<double>(in - 1), DType::Int64);
@@ -515,8 +520,8 @@ Tensor resample(const Call& c, const Tensor& x, int64_t dim, int64_t out, std::s
   }
   // linear: source (j + 0.5) * scale - 0.5, at least 0 (j * scale with align_corners); the
   // rows floor(src) and the next one (the last row twice), weighted 1 - frac and frac.
-  Tensor src = align_corners ? arange(out, DType::Float32) * scale
-                             : (arange(out, DType::Float32) + Scalar(0.5)) * scale - Scalar(0.5);
+  Tensor src = align_corners ? arange(out, coordinates) * scale
+                             : (arange(out, coordinates) + Scalar(0.5)) * scale - Scalar(0.5);
   src = where(lt(src, Scalar(0.0)), Scalar(0.0), src);
   const Tensor i0 = cast(floor(src), DType::Int64), i1 = minimum(i0 + Scalar(int64_t{1}), last);
   const Tensor w1 = reshape(cast(src - floor(src), x.dtype()), shape);
@@ -589,9 +594,10 @@ Tensor softplus_of(const Call& c, const Tensor& x) {
   const std::optional<double> beta = c.constant_number("beta"), threshold = c.constant_number("threshold");
   if (beta && threshold) return softplus(x, *beta, *threshold);
   const Tensor b = cast(c.tensor("beta"), x.dtype()), bx = x * b, over = cast(c.tensor("threshold"), x.dtype());
-  // The log branch sees at most the threshold, as lazyjit::softplus's: exp(bx) overflows past
-  // it, and its gradient inf / inf would be NaN where the branch is not taken.
-  return where(gt(bx, over), x, log1p(exp(minimum(bx, over))) / b);
+  // The log branch sees the threshold where it is not taken, as lazyjit::softplus's: exp(bx)
+  // overflows past it, and its gradient inf / inf would be NaN there.
+  const Tensor past = gt(bx, over);
+  return where(past, x, log1p(exp(where(past, over, bx))) / b);
 }
 
 Tensor clamped(const Call& c) {

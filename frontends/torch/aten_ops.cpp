@@ -142,8 +142,10 @@ const Entry kTable[] = {
      return Results{log_sigmoid_of(x), buffer};
    }},
   {"aten::log_sigmoid_backward", [](const Call& c) {
-     const Tensor x = c.tensor("self");
-     return vjp(log_sigmoid_of(x), {x}, c.tensor("grad_output"));
+     // As eager's: g (1 - s) below 0, g s from 0 on, s = e^-|x| / (1 + e^-|x|). The gradient of
+     // the forward composition is 0 at 0 (abs's), and inf * 0 from the branch not taken.
+     const Tensor x = c.tensor("self"), z = exp(-abs(x)), s = z / (Scalar(1.0) + z);
+     return one(c.tensor("grad_output") * where(lt(x, Scalar(0.0)), Scalar(1.0) - s, s));
    }},
   {"aten::silu_backward", [](const Call& c) { const Tensor x = c.tensor("self"); return vjp(silu(x), {x}, c.tensor("grad_output")); }},
   {"aten::softplus_backward", [](const Call& c) {

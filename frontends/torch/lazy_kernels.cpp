@@ -105,15 +105,21 @@ NodeCall node_call(const c10::FunctionSchema& schema, const std::vector<c10::IVa
       continue;
     }
     at::Tensor t = inputs[i].toTensor();
-    if (t.device().type() != c10::kLazy) t = t.to(device);  // a wrapped number
+    const bool wrapped = t.unsafeGetTensorImpl()->is_wrapped_number();  // a Python number
+    if (t.device().type() != c10::kLazy) t = t.to(device);
     call.args.push_back({call.operands.size(), keyword});
     call.operands.push_back(tl::TryGetLtcTensor(t)->GetIrValue());
-    call.meta[i] = at::empty(t.sizes(), t.options().device(at::kMeta));
-    constants << "T;";
+    // A Python number stays itself (a CPU scalar) in the meta call: it keeps its standing in
+    // type promotion (int32 // 2 is int32, int64 // 1.5 float32), and the node's hash tells it
+    // from a 0-dim tensor, whose results' dtypes differ.
+    if (!wrapped) call.meta[i] = at::empty(t.sizes(), t.options().device(at::kMeta));
+    constants << (wrapped ? "N;" : "T;");
   }
   call.constants = constants.str();
   return call;
 }
+
+void (*python_error_reset)() = nullptr;
 
 void lazy_kernel(const c10::OperatorHandle& op, jit::Stack* stack) {
   const c10::FunctionSchema& schema = op.schema();
@@ -127,9 +133,18 @@ void lazy_kernel(const c10::OperatorHandle& op, jit::Stack* stack) {
   const tl::BackendDevice backend_device = tl::TryGetLtcTensor(lazy->toTensor())->GetDevice();
 
   NodeCall call = node_call(schema, inputs, device);
+  // The results' shapes; a meta kernel that fails (its shape rules or, for a decomposition
+  // written in Python, Python's exception: var over the dim of a 0-dim tensor) leaves the op
+  // to eager, which computes it or raises its own error.
+  bool shaped = false;
   try {
-    op.callBoxed(&call.meta);  // the results' shapes
+    op.callBoxed(&call.meta);
+    shaped = true;
   } catch (const c10::Error&) {
+  } catch (const std::exception&) {
+    if (python_error_reset != nullptr) python_error_reset();
+  }
+  if (!shaped) {
     stack->insert(stack->end(), inputs.begin(), inputs.end());
     run_eagerly(op, stack, device);
     return;
@@ -242,6 +257,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm(const at::Tenso
 }
 
 }  // namespace
+
+void set_python_error_reset(void (*reset)()) { python_error_reset = reset; }
 
 void register_lazy_kernels() {
   static torch::Library* library = [] {

@@ -103,6 +103,15 @@ class ElementwiseTest(Case):
         self.check(lambda s: 0.1 * s - 3, a)
         self.check(lambda s: s / 3, a)
 
+    def test_floor_division_by_a_python_number_keeps_the_tensors_dtype(self):
+        # The meta call that gives the result's dtype keeps a Python number a number: a 0-dim
+        # int64 or float64 tensor in its place promoted int // 1.5 to float64, int32 // 2 to int64.
+        self.check(lambda t: t // 1.5, torch.tensor([-3, 4]))
+        self.check(lambda t: t // 2, torch.tensor(-3, dtype=torch.int32))
+        self.check(lambda t: t // 10.0, torch.tensor([True, False]))
+        self.check(lambda t: torch.zeros(2, device=t.device).index_add(0, torch.tensor([0]).to(t.device), t // 2.0),
+                   torch.tensor([3]))
+
     def test_integers(self):
         i = torch.arange(-6, 6).reshape(3, 4)
         j = torch.tensor([[3, -2, 5, 7]] * 3)
@@ -158,6 +167,15 @@ class ReductionTest(Case):
         self.check(lambda t: torch.arange(1, 9, 2, device=t.device).float() * t, x)
         self.check(lambda t: torch.arange(0.5, 2.5, 0.5, device=t.device) * t, x)
         self.check(lambda t: torch.arange(4, device=t.device).double() * t.double(), x)
+
+    def test_an_op_whose_python_shape_rule_raises_runs_eagerly(self):
+        # var over the dim of a 0-dim tensor: the meta decomposition (Python) raises where eager
+        # gives NaN; the op falls back, and Python's error is not left set.
+        got = to_lazy(torch.tensor(2.0)).var(0).cpu()
+        self.assertTrue(torch.isnan(got) and got.dtype == torch.float32)
+        x = to_lazy(torch.zeros(0, dtype=torch.float64)).requires_grad_()
+        g, = torch.autograd.grad(F.mse_loss(x, torch.zeros_like(x)), [x])
+        self.assertEqual(g.cpu().shape, (0,))
 
     def test_integer_sum_is_int64(self):
         self.check(lambda t: t.sum(0), torch.arange(12, dtype=torch.int32).reshape(3, 4))
@@ -316,6 +334,13 @@ class NnTest(Case):
             with self.subTest(f=f):
                 self.check(f, x, atol=1e-6)
 
+    def test_bilinear_float64_computes_in_float64(self):
+        x = torch.arange(24, dtype=torch.float64).reshape(1, 2, 3, 4) / 7
+        for f in [lambda t: F.interpolate(t, size=(3, 5), mode='bilinear'),
+                  lambda t: F.interpolate(t, scale_factor=1.7, mode='bilinear', align_corners=True)]:
+            with self.subTest(f=f):
+                self.check(f, x, atol=1e-14, rtol=1e-14)
+
     def test_normalisation_and_losses(self):
         x, target = rnd(6, 10), torch.tensor([1, 0, 9, 3, 3, 7])
         self.check(lambda t, g, b: F.layer_norm(t, (10,), g, b), x, torch.ones(10) * 1.5, torch.zeros(10) + 0.1)
@@ -396,6 +421,25 @@ class NnTest(Case):
         for fn, shapes in cases:
             with self.subTest(fn=fn):
                 self.check_grad(fn, *shapes)
+
+    def test_gradients_at_kinks_and_edges_follow_eager(self):
+        def grads(fn, x, device):
+            leaf = x.to(device).requires_grad_()
+            return torch.autograd.grad(fn(leaf).sum(), [leaf])[0].cpu()
+
+        cases = [
+            # logsigmoid's gradient is 1/2 at 0 (the composition's abs gives 0), and an inf from
+            # above stays inf where the branch not taken held an inf * 0
+            (F.logsigmoid, [0.0, -0.0, 1.0, -3.0]),
+            (lambda t: F.logsigmoid(t) / torch.zeros_like(t), [-800.0, 5.0]),
+            # softplus at its threshold is the log branch's whole (a min split the tie)
+            (F.softplus, [19.0, 20.0, 21.0]), (lambda t: F.softplus(t, 2, 10), [4.0, 5.0, 6.0]),
+            (lambda t: torch.topk(t, 0)[0].sum() + t.sum(), []),
+        ]
+        for fn, values in cases:
+            with self.subTest(fn=fn, values=values):
+                x = torch.tensor(values, dtype=torch.float64)
+                self.assert_matches(grads(fn, x, LAZY), grads(fn, x, 'cpu'), 1e-15, 1e-15)
 
 
 class OwnLazyKernelsTest(Case):

@@ -3,6 +3,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "../lazy_kernels.h"
 #include "lazyjit/runtime.h"
 #include "lazyjit/torch.h"
 
@@ -10,6 +11,10 @@ namespace py = pybind11;
 
 PYBIND11_MODULE(lazyjit_torch, m) {
   m.doc() = "lazyjit as PyTorch's Lazy Tensor Core backend (device='lazy')";
+  lazyjit::ltc::set_python_error_reset([] {
+    py::gil_scoped_acquire gil;
+    PyErr_Clear();
+  });
   m.def("init", &lazyjit::torch::init, "Registers lazyjit as the torch::lazy backend (idempotent).");
   m.def(
       "metrics",
