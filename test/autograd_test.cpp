@@ -760,6 +760,19 @@ TEST(AutogradTies, SoftplusAtItsThresholdIsTheLogBranchs) {
   EXPECT_DOUBLE_EQ(grad_of(sum(softplus(y, 2.0, 10.0)), y)[0], 1 / (1 + std::exp(-10.0)));
 }
 
+// max and min along a dim give the whole gradient to the index they return (the first
+// extremum), as PyTorch's; amax and amin split it among ties (above).
+TEST(AutogradTies, MaxAndMinAlongADimGiveTheGradientToTheirIndex) {
+  Tensor x = f64({1, 3, 3, 0, 0, 2}, {2, 3});
+  const ValuesIndices hi = max(x, 1);
+  EXPECT_THAT(hi.indices.to_vector<int64_t>(), ElementsAre(1, 2));
+  EXPECT_THAT(grad_of(sum(hi.values), x), ElementsAre(0.0, 1.0, 0.0, 0.0, 0.0, 1.0));
+  const ValuesIndices lo = min(x, -1, /*keepdim=*/true);
+  EXPECT_EQ(lo.values.shape(), (std::vector<int64_t>{2, 1}));
+  EXPECT_THAT(grad_of(sum(lo.values), x), ElementsAre(1.0, 0.0, 0.0, 1.0, 0.0, 0.0));
+  EXPECT_THAT(grad_of(sum(min(x, 0).values), x), ElementsAre(0.0, 0.0, 0.0, 1.0, 1.0, 1.0));
+}
+
 TEST(AutogradPaths, IntegerAndBoolPathsContributeNothing) {
   Tensor x = f64({1, 5, 2, 7, 3, 0}, {2, 3});
   // argmax of each row is 1 and 0: only the multiplication's own path carries a gradient.

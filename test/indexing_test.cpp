@@ -206,8 +206,11 @@ TEST(EmbeddingTest, RowsAtIndicesOfAnyShape) {
   const Tensor rows = embedding(weight, Tensor::from_vector<int64_t>({2, 0, 1, 2}, {2, 2}));
   EXPECT_EQ(rows.shape(), (std::vector<int64_t>{2, 2, 2}));
   EXPECT_EQ(rows.to_vector<float>(), (std::vector<float>{20, 21, 0, 1, 10, 11, 20, 21}));
+  // The lookup is an index_select inside; its error names the op the user called.
   expect_error([&] { embedding(weight, Tensor::from_vector<int64_t>({3}, {1})).to_vector<float>(); },
-               "index_select: index 3 is out of range for dim 0 of size 3");
+               "embedding: index 3 is out of range for dim 0 of size 3");
+  expect_error([&] { embedding(weight, Tensor::from_vector<int32_t>({-1}, {1, 1}) + 0).to_vector<float>(); },
+               "embedding: index -1 is out of range for dim 0 of size 3");
   expect_error([&] { embedding(weight, zeros({2})); }, "embedding: indices must be int32 or int64, got float32");
   expect_error([&] { embedding(zeros({3}), Tensor::from_vector<int64_t>({0}, {1})); },
                "embedding: the weight must have rank 2 ([num_embeddings, dim]), got shape [3]");

@@ -138,7 +138,7 @@ absl::StatusOr<DType> indexed_dtype(const OpInfo& info, std::span<const NodePtr>
 
 absl::StatusOr<Shape> index_select_shape(const Shape& in, const Shape& index, const Node::Attrs& attrs) {
   if (attrs.size() != 1 && attrs.size() != 2) {
-    return invalid("index_select: expected attrs {dim[, 1 + the dim an index_put indexes through it]}");
+    return invalid("index_select: expected attrs {dim[, the op its errors name: 0 embedding, 1 + the dim an index_put indexes]}");
   }
   const int64_t dim = attrs[0];
   if (dim < 0 || dim >= static_cast<int64_t>(in.size())) {
@@ -616,7 +616,7 @@ bool is_transpose(const Node& node) {
 std::string_view user_op_name(OpKind op, const Node::Attrs& attrs) {
   if (op == OpKind::Scatter) return attrs[1] == 1 ? "scatter_add" : "scatter";
   if (op == OpKind::IndexScatter && attrs.size() == 3 && attrs[2] == 1) return "index_put";
-  if (op == OpKind::IndexSelect && attrs.size() == 2) return "index_put";
+  if (op == OpKind::IndexSelect && attrs.size() == 2) return attrs[1] == 0 ? "embedding" : "index_put";
   if (op == OpKind::IndexScatter) return attrs[1] == 1 ? "index_add" : "index_copy";
   return op_name(op);
 }

@@ -170,14 +170,35 @@ Tensor argmin(const Tensor& t, int64_t dim, bool keepdim) {
   return argmax(is_floating(x->dtype()) ? -t : -1 - t, dim, keepdim);
 }
 
+namespace {
+/// The elements of `t` at `indices` (of a keepdim fold along dim): their gradient goes to
+/// those elements alone, as PyTorch's max and min give it to the index they return (amax's
+/// splits it among ties).
+ValuesIndices at_indices(const Tensor& t, const Tensor& indices, int64_t dim, bool keepdim) {
+  if (t.dim() == 0) return {t, reshape(indices, {})};
+  const Tensor values = gather(t, dim, indices);
+  return keepdim ? ValuesIndices{values, indices} : ValuesIndices{squeeze(values, dim), squeeze(indices, dim)};
+}
+}  // namespace
+
+/// max and min along a dim have no identity: a dim of 0 elements is an error naming them.
+void expect_elements(std::string_view op, const Tensor& t, int64_t dim) {
+  if (t.dim() > 0 && t.shape()[static_cast<size_t>(dim)] == 0) {
+    throw Error(fmt::format("{}: cannot reduce dim {} of size 0 (shape {}): there is no identity", op, dim,
+                            ir::shape_to_string(t.shape())));
+  }
+}
+
 ValuesIndices max(const Tensor& t, int64_t dim, bool keepdim) {
   dim = wrap_dim_of("max", dim, value_of(t, "max")->rank());
-  return {amax(t, {dim}, keepdim), argmax(t, dim, keepdim)};
+  expect_elements("max", t, dim);
+  return at_indices(t, argmax(t, dim, /*keepdim=*/true), dim, keepdim);
 }
 
 ValuesIndices min(const Tensor& t, int64_t dim, bool keepdim) {
   dim = wrap_dim_of("min", dim, value_of(t, "min")->rank());
-  return {amin(t, {dim}, keepdim), argmin(t, dim, keepdim)};
+  expect_elements("min", t, dim);
+  return at_indices(t, argmin(t, dim, /*keepdim=*/true), dim, keepdim);
 }
 
 ValuesIndices topk(const Tensor& t, int64_t k, int64_t dim) {
@@ -534,8 +555,9 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
   if (i->dtype() != DType::Int32 && i->dtype() != DType::Int64) {
     throw Error(fmt::format("embedding: indices must be int32 or int64, got {}", dtype_name(i->dtype())));
   }
-  // The rows at indices of any shape, one node: the lookup's kernel reads an index per row.
-  return pending(check(ir::make_structured(OpKind::IndexSelect, {std::move(w), std::move(i)}, {0})));
+  // The rows at indices of any shape, one node: the lookup's kernel reads an index per row
+  // (attrs {0, 0}: its errors name embedding).
+  return pending(check(ir::make_structured(OpKind::IndexSelect, {std::move(w), std::move(i)}, {0, 0})));
 }
 
 namespace {
