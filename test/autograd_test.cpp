@@ -530,7 +530,7 @@ const char* differentiability_name(Differentiability d) {
 /// Whether the op's result can never be floating (the only honest reason to have no rule).
 bool never_floating(const ir::OpInfo& info) {
   return info.dtype_rule == ir::DTypeRule::Compare || info.dtype_rule == ir::DTypeRule::Index ||
-         info.admits == ir::Admits::Bool;
+         info.admits == ir::Admits::Bool || info.admits == ir::Admits::Integral;
 }
 
 TEST(AutogradTable, EveryOpHasARuleOrSaysWhyNot) {

@@ -568,6 +568,8 @@ TEST(OpErrorTest, BadDimsShapesAndDtypesNameTheOpAndValues) {
   expect_error([&] { argmin(x, 2); }, "argmin: dim 2 is out of range for a tensor of rank 2 (expected -2 to 1)");
   expect_error([&] { max(x, -3); }, "max: dim -3 is out of range for a tensor of rank 2 (expected -2 to 1)");
   expect_error([&] { min(zeros({2, 0}), -1); }, "min: cannot reduce dim 1 of size 0 (shape [2,0]): there is no identity");
+  expect_error([&] { bitwise_and(x, x); }, "bitwise_and: float32 operands are not supported (integers and bool only)");
+  expect_error([&] { bitwise_not(x); }, "bitwise_not: float32 operands are not supported (integers and bool only)");
   expect_error([&] { var(Tensor::from_vector<int32_t>({1, 2}, {2})); },
                "var: input dtype int32 is not a float dtype; convert it first with .to(DType::Float32)");
   expect_error([&] { std(Tensor::from_vector<int64_t>({1, 2}, {2})); },

@@ -577,12 +577,6 @@ Tensor reduced(const Call& c, const Tensor& loss) {
   return reduction == 0 ? loss : reduction == 1 ? mean(loss) : sum(loss);
 }
 
-Tensor bool_bitwise(const Call& c, Tensor (*op)(const Tensor&, const Tensor&)) {
-  const Tensor a = c.tensor("self"), b = c.tensor("other");
-  if (a.dtype() != DType::Bool || b.dtype() != DType::Bool) c.unsupported("bitwise ops of integers");
-  return op(a, b);
-}
-
 Tensor gelu_of(const Call& c, const Tensor& x) {
   if (!c.has("approximate") || c.string("approximate") == "none") return gelu(x);
   const double k = std::sqrt(2.0 / std::numbers::pi);

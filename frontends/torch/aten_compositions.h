@@ -105,9 +105,6 @@ Results roll(const Call& c);
 Tensor smooth_l1_of(const Call& c, const Tensor& self);
 /// `loss` reduced by the call's `reduction` (0 none, 1 mean, 2 sum).
 Tensor reduced(const Call& c, const Tensor& loss);
-/// bitwise and, or, xor of two bool tensors (masks combined with &, |, ^) as `op`; of integers
-/// they fall back.
-Tensor bool_bitwise(const Call& c, Tensor (*op)(const Tensor&, const Tensor&));
 Tensor gelu_of(const Call& c, const Tensor& x);
 /// softplus with beta and threshold that may arrive at run time (as LTC passes them).
 Tensor softplus_of(const Call& c, const Tensor& x);

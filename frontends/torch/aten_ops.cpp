@@ -56,13 +56,10 @@ const Entry kTable[] = {
   {"aten::logical_and", [](const Call& c) { return one(logical_and(c.tensor("self"), c.tensor("other"))); }},
   {"aten::logical_or", [](const Call& c) { return one(logical_or(c.tensor("self"), c.tensor("other"))); }},
   {"aten::logical_not", unary<logical_not>},
-  {"aten::bitwise_and", [](const Call& c) { return one(bool_bitwise(c, logical_and)); }},
-  {"aten::bitwise_or", [](const Call& c) { return one(bool_bitwise(c, logical_or)); }},
-  {"aten::bitwise_xor", [](const Call& c) { return one(bool_bitwise(c, [](const Tensor& a, const Tensor& b) { return ne(a, b); })); }},
-  {"aten::bitwise_not", [](const Call& c) {
-     if (c.tensor("self").dtype() != DType::Bool) c.unsupported("bitwise_not of integers");
-     return one(logical_not(c.tensor("self")));
-   }},
+  {"aten::bitwise_and", [](const Call& c) { auto v = arith(c, {"self", "other"}); return one(bitwise_and(v[0], v[1])); }},
+  {"aten::bitwise_or", [](const Call& c) { auto v = arith(c, {"self", "other"}); return one(bitwise_or(v[0], v[1])); }},
+  {"aten::bitwise_xor", [](const Call& c) { auto v = arith(c, {"self", "other"}); return one(bitwise_xor(v[0], v[1])); }},
+  {"aten::bitwise_not", unary<bitwise_not>},
   // Elementwise functions.
   {"aten::neg", unary<neg>}, {"aten::abs", unary<abs>}, {"aten::exp", unary<exp>}, {"aten::log", unary<log>},
   {"aten::log1p", unary<log1p>}, {"aten::expm1", unary<expm1>}, {"aten::sqrt", unary<sqrt>}, {"aten::rsqrt", unary<rsqrt>},

@@ -73,6 +73,12 @@ Tensor ge(const Tensor& a, Scalar b);
 Tensor logical_and(const Tensor& a, const Tensor& b);
 Tensor logical_or(const Tensor& a, const Tensor& b);
 Tensor logical_not(const Tensor& a);
+/// Bitwise logic of integers (two's complement) and bool, operands promoted together as
+/// PyTorch's; float operands are an error.
+Tensor bitwise_and(const Tensor& a, const Tensor& b);
+Tensor bitwise_or(const Tensor& a, const Tensor& b);
+Tensor bitwise_xor(const Tensor& a, const Tensor& b);
+Tensor bitwise_not(const Tensor& a);
 /// cond ? a : b elementwise; `cond` must be Bool; a and b are promoted together.
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& cond, const Tensor& a, Scalar b);

@@ -164,9 +164,10 @@ Value* emit_compare(IRBuilder<>& b, OpKind op, DType dtype, Value* x, Value* y) 
 
 Value* emit_bool(IRBuilder<>& b, OpKind op, std::span<Value* const> a) {
   switch (op) {
-    case OpKind::Add: case OpKind::Maximum: case OpKind::LogicalOr: return b.CreateOr(a[0], a[1]);
-    case OpKind::Mul: case OpKind::Minimum: case OpKind::LogicalAnd: return b.CreateAnd(a[0], a[1]);
-    case OpKind::LogicalNot: return b.CreateNot(a[0]);
+    case OpKind::Add: case OpKind::Maximum: case OpKind::LogicalOr: case OpKind::BitwiseOr: return b.CreateOr(a[0], a[1]);
+    case OpKind::Mul: case OpKind::Minimum: case OpKind::LogicalAnd: case OpKind::BitwiseAnd: return b.CreateAnd(a[0], a[1]);
+    case OpKind::BitwiseXor: return b.CreateXor(a[0], a[1]);
+    case OpKind::LogicalNot: case OpKind::BitwiseNot: return b.CreateNot(a[0]);
     default: internal_error("emit_bool: op has no bool lowering (the builder admits no such node)");
   }
 }
@@ -193,6 +194,10 @@ Value* emit_int(IRBuilder<>& b, OpKind op, std::span<Value* const> a) {
       Value* t = b.CreateSelect(b.CreateICmpSLT(a[0], a[1]), a[1], a[0]);
       return b.CreateSelect(b.CreateICmpSGT(t, a[2]), a[2], t);
     }
+    case OpKind::BitwiseAnd: return b.CreateAnd(a[0], a[1]);
+    case OpKind::BitwiseOr: return b.CreateOr(a[0], a[1]);
+    case OpKind::BitwiseXor: return b.CreateXor(a[0], a[1]);
+    case OpKind::BitwiseNot: return b.CreateNot(a[0]);
     default: internal_error("emit_int: op has no integer lowering (the builder admits no such node)");
   }
 }

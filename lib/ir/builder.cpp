@@ -117,6 +117,12 @@ absl::StatusOr<DType> operand_dtype(const OpInfo& info, std::span<const NodePtr>
         return absl::InvalidArgumentError(fmt::format("{}: bool operands are not supported", info.name));
       }
       return common;
+    case Admits::Integral:
+      if (is_floating(common)) {
+        return absl::InvalidArgumentError(
+            fmt::format("{}: {} operands are not supported (integers and bool only)", info.name, dtype_name(common)));
+      }
+      return common;
   }
   return common;
 }

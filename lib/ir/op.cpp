@@ -54,6 +54,7 @@ bool admits_dtype(Admits admits, DType dtype) {
     case Admits::Numeric: return dtype != DType::Bool;
     case Admits::Floating: return is_floating(dtype);
     case Admits::Bool: return dtype == DType::Bool;
+    case Admits::Integral: return !is_floating(dtype);
   }
   return false;
 }

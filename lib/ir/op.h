@@ -32,6 +32,7 @@ enum class Admits : uint8_t {
   Numeric,   // integers and floats
   Floating,  // floats; the builder promotes integer and bool operands to float32
   Bool,      // bool; the builder converts other operands with != 0
+  Integral,  // integers and bool; float operands are an error
 };
 
 /// How an op reads its operands: what the planner, the kernel builders, launch geometry and

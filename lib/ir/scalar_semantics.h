@@ -93,9 +93,10 @@ template <class T>
 T apply_same(OpKind op, const T* x) {
   if constexpr (std::is_same_v<T, bool>) {
     switch (op) {
-      case OpKind::Add: case OpKind::Maximum: case OpKind::LogicalOr: return x[0] || x[1];
-      case OpKind::Mul: case OpKind::Minimum: case OpKind::LogicalAnd: return x[0] && x[1];
-      case OpKind::LogicalNot: return !x[0];
+      case OpKind::Add: case OpKind::Maximum: case OpKind::LogicalOr: case OpKind::BitwiseOr: return x[0] || x[1];
+      case OpKind::Mul: case OpKind::Minimum: case OpKind::LogicalAnd: case OpKind::BitwiseAnd: return x[0] && x[1];
+      case OpKind::BitwiseXor: return x[0] != x[1];
+      case OpKind::LogicalNot: case OpKind::BitwiseNot: return !x[0];
       default: return false;
     }
   } else if constexpr (std::is_integral_v<T>) {
@@ -114,6 +115,10 @@ T apply_same(OpKind op, const T* x) {
       case OpKind::Floor: case OpKind::Ceil: case OpKind::Round: return x[0];
       case OpKind::Sign: return T((x[0] > 0) - (x[0] < 0));
       case OpKind::Clamp: { T t = x[0] < x[1] ? x[1] : x[0]; return t > x[2] ? x[2] : t; }
+      case OpKind::BitwiseAnd: return x[0] & x[1];
+      case OpKind::BitwiseOr: return x[0] | x[1];
+      case OpKind::BitwiseXor: return x[0] ^ x[1];
+      case OpKind::BitwiseNot: return static_cast<T>(~x[0]);
       default: return 0;
     }
   } else {

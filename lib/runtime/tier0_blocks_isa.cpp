@@ -513,7 +513,8 @@ void fill_dtype(BlockTable& t) {
     constexpr bool ok = ir::Admits::admits == ir::Admits::All ||                                      \
                         (ir::Admits::admits == ir::Admits::Numeric && D != DType::Bool) ||            \
                         (ir::Admits::admits == ir::Admits::Floating && std::is_floating_point_v<T>) || \
-                        (ir::Admits::admits == ir::Admits::Bool && D == DType::Bool);                 \
+                        (ir::Admits::admits == ir::Admits::Bool && D == DType::Bool) ||               \
+                        (ir::Admits::admits == ir::Admits::Integral && !std::is_floating_point_v<T>); \
     if constexpr (ok) t.same[static_cast<int>(OpKind::Name)][d] = &same<OpKind::Name, T, (arity)>;   \
     if constexpr (ok && (arity) == 2 && !(std::is_floating_point_v<T> && ir::calls_math(OpKind::Name))) { \
       t.same_with_scalar[0][static_cast<int>(OpKind::Name)][d] = &same_with_scalar<OpKind::Name, T, 0>; \

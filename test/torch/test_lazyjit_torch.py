@@ -120,6 +120,13 @@ class ElementwiseTest(Case):
             with self.subTest(f=f):
                 self.check(f, i, j)
 
+    def test_bitwise_ops_of_integers_and_bool(self):
+        i, j = torch.tensor([[-6, 5, 0, 7]] * 2), torch.tensor([[3, -2, 5, 12]] * 2, dtype=torch.int32)
+        for f in [lambda s, t: s & t, lambda s, t: s | t, lambda s, t: s ^ t, lambda s, t: ~s,
+                  lambda s, t: (s > 0) & t, lambda s, t: s ^ 3, lambda s, t: ~(t > 0)]:
+            with self.subTest(f=f):
+                self.check(f, i, j)
+
     def test_comparisons_and_logic(self):
         a, b = rnd(3, 5), rnd(3, 5, seed=2)
         for f in [torch.eq, torch.ne, torch.lt, torch.le, torch.gt, torch.ge,
