@@ -352,7 +352,7 @@ TEST(ConvTest, BadShapesAndArgumentsNameTheOpAndValues) {
   expect_error([&] { conv2d(x, zeros({6, 4, 3})); },
                "conv2d: expected a weight of shape [out_channels, in_channels / groups, kh, kw], got [6,4,3]");
   expect_error([&] { conv2d(x, zeros({6, 3, 3, 3})); },
-               "conv2d: a weight of shape [6,3,3,3] with 1 groups expects 3 input channels, got 4 (input [2,4,5,5])");
+               "conv2d: a weight of shape [6,3,3,3] in 1 group expects 3 input channels, got 4 (input [2,4,5,5])");
   expect_error([&] { conv2d(x, zeros({6, 2, 3, 3}), Tensor(), 1, 0, 1, 3); },
                "conv2d: groups 3 must be positive and divide the 4 input and 6 output channels");
   expect_error([&] { conv2d(x, zeros({6, 4, 7, 3})); },
@@ -365,6 +365,18 @@ TEST(ConvTest, BadShapesAndArgumentsNameTheOpAndValues) {
   expect_error([&] { conv2d(x, w.to(DType::Float64)); },
                "conv2d: input and weight must have one float dtype, got float32 and float64");
   expect_error([&] { conv1d(x, w); }, "conv1d: expected an input of shape [N, C, L], got [2,4,5,5]");
+  // conv1d is a conv2d inside; its errors speak of what the user passed.
+  const Tensor line = zeros({2, 3, 9});
+  expect_error([&] { conv1d(line, zeros({4, 2, 3})); },
+               "conv1d: a weight of shape [4,2,3] in 1 group expects 2 input channels, got 3 (input [2,3,9])");
+  expect_error([&] { conv1d(line, zeros({4, 3, 12})); },
+               "conv1d: a window of 12 (kernel 12, dilation 1) is larger than the padded input of 9");
+  expect_error([&] { conv1d(line, zeros({4, 3, 4}), Tensor(), 1, 0, 3); },
+               "conv1d: a window of 10 (kernel 4, dilation 3) is larger than the padded input of 9");
+  expect_error([&] { conv1d(line, zeros({4, 1, 3}), Tensor(), 1, 0, 1, 2); },
+               "conv1d: groups 2 must be positive and divide the 3 input and 4 output channels");
+  expect_error([&] { conv1d(line, zeros({4, 3, 3}), Tensor(), 0); }, "conv1d: stride 0 must be positive");
+  expect_error([&] { conv1d(line, zeros({4, 3, 3}), zeros({3})); }, "conv1d: expected a bias of shape [4], got [3]");
   expect_error([&] { max_pool2d(x, 3, 1, 2); }, "max_pool2d: padding 2x2 should be at most half the kernel size 3x3");
   expect_error([&] { max_pool2d(x, 6); }, "max_pool2d: a 6x6 window (dilation 1x1) is larger than the padded input 5x5");
   expect_error([&] { avg_pool2d(zeros({1, 1, 4, 4}, DType::Int64), 2); }, "avg_pool2d: expected a float input, got int64");

@@ -32,6 +32,28 @@ void check_window_args(std::string_view op, Size2 stride, Size2 padding, Size2 d
   }
 }
 
+/// What PyTorch checks of a convolution's operands (of any rank, [N, C, ...] and [O, C/groups,
+/// ...]), naming `op`.
+void check_conv_operands(std::string_view op, const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t groups) {
+  if (!is_floating(x.dtype()) || x.dtype() != weight.dtype()) {
+    throw Error(fmt::format("{}: input and weight must have one float dtype, got {} and {}", op, dtype_name(x.dtype()),
+                            dtype_name(weight.dtype())));
+  }
+  const int64_t channels = x.shape()[1], out_channels = weight.shape()[0];
+  if (groups < 1 || channels % groups != 0 || out_channels % groups != 0) {
+    throw Error(fmt::format("{}: groups {} must be positive and divide the {} input and {} output channels", op, groups,
+                            channels, out_channels));
+  }
+  if (weight.shape()[1] * groups != channels) {
+    throw Error(fmt::format("{}: a weight of shape {} in {} group{} expects {} input channels, got {} (input {})", op,
+                            shape_text(weight), groups, groups == 1 ? "" : "s", weight.shape()[1] * groups, channels,
+                            shape_text(x)));
+  }
+  if (bias.defined() && (bias.dim() != 1 || bias.shape()[0] != out_channels)) {
+    throw Error(fmt::format("{}: expected a bias of shape [{}], got {}", op, out_channels, shape_text(bias)));
+  }
+}
+
 /// The sliding-window view of `x` ([N, C, H, W]): [N, groups, C/groups * kh*kw, OH, OW]; its
 /// shape errors are named after `op`.
 Tensor window_view(std::string_view op, const Tensor& x, int64_t groups, Size2 kernel, Size2 stride, Size2 padding,
@@ -223,22 +245,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 s
     throw Error(fmt::format("conv2d: expected a weight of shape [out_channels, in_channels / groups, kh, kw], got {}",
                             shape_text(weight)));
   }
-  if (!is_floating(x.dtype()) || x.dtype() != weight.dtype()) {
-    throw Error(fmt::format("conv2d: input and weight must have one float dtype, got {} and {}", dtype_name(x.dtype()),
-                            dtype_name(weight.dtype())));
-  }
-  const int64_t channels = x.shape()[1], out_channels = weight.shape()[0];
-  if (groups < 1 || channels % groups != 0 || out_channels % groups != 0) {
-    throw Error(fmt::format("conv2d: groups {} must be positive and divide the {} input and {} output channels", groups,
-                            channels, out_channels));
-  }
-  if (weight.shape()[1] * groups != channels) {
-    throw Error(fmt::format("conv2d: a weight of shape {} with {} groups expects {} input channels, got {} (input {})",
-                            shape_text(weight), groups, weight.shape()[1] * groups, channels, shape_text(x)));
-  }
-  if (bias.defined() && (bias.dim() != 1 || bias.shape()[0] != out_channels)) {
-    throw Error(fmt::format("conv2d: expected a bias of shape [{}], got {}", out_channels, shape_text(bias)));
-  }
+  check_conv_operands("conv2d", x, weight, bias, groups);
   check_window_args("conv2d", stride, padding, dilation);
   return stride.h == 1 && stride.w == 1 ? conv2d_unit_stride(x, weight, bias, padding, dilation, groups)
                                          : conv2d_strided(x, weight, bias, stride, padding, dilation, groups);
@@ -253,6 +260,16 @@ Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t
   if (weight.dim() != 3) {
     throw Error(fmt::format("conv1d: expected a weight of shape [out_channels, in_channels / groups, k], got {}",
                             shape_text(weight)));
+  }
+  // Checked here in conv1d's terms: conv2d, which computes it, would speak of [N, C, 1, L].
+  check_conv_operands("conv1d", x, weight, bias, groups);
+  if (stride < 1) throw Error(fmt::format("conv1d: stride {} must be positive", stride));
+  if (padding < 0) throw Error(fmt::format("conv1d: padding {} must be non-negative", padding));
+  if (dilation < 1) throw Error(fmt::format("conv1d: dilation {} must be positive", dilation));
+  const int64_t window = dilation * (weight.shape()[2] - 1) + 1, padded = x.shape()[2] + 2 * padding;
+  if (window > padded) {
+    throw Error(fmt::format("conv1d: a window of {} (kernel {}, dilation {}) is larger than the padded input of {}",
+                            window, weight.shape()[2], dilation, padded));
   }
   return squeeze(conv2d(unsqueeze(x, 2), unsqueeze(weight, 2), bias, {1, stride}, {0, padding}, {1, dilation}, groups), 2);
 }
