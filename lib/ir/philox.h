@@ -1,7 +1,8 @@
 // Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11): the
 // counter-based generator of rand and randn. Element i of a random tensor is a function of
 // (seed, i) alone, so values do not depend on threads, grain or fusion. The reference
-// interpreter uses these functions; lowering emits the same arithmetic (lowering/random.cpp).
+// interpreter and tier 0 use these functions; compiled code emits the same arithmetic
+// (codegen/philox_llvm.cpp).
 #pragma once
 
 #include <cmath>

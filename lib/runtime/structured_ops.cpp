@@ -179,7 +179,6 @@ ValuesIndices at_indices(const Tensor& t, const Tensor& indices, int64_t dim, bo
   const Tensor values = gather(t, dim, indices);
   return keepdim ? ValuesIndices{values, indices} : ValuesIndices{squeeze(values, dim), squeeze(indices, dim)};
 }
-}  // namespace
 
 /// max and min along a dim have no identity: a dim of 0 elements is an error naming them.
 void expect_elements(std::string_view op, const Tensor& t, int64_t dim) {
@@ -188,6 +187,7 @@ void expect_elements(std::string_view op, const Tensor& t, int64_t dim) {
                             ir::shape_to_string(t.shape())));
   }
 }
+}  // namespace
 
 ValuesIndices max(const Tensor& t, int64_t dim, bool keepdim) {
   dim = wrap_dim_of("max", dim, value_of(t, "max")->rank());
