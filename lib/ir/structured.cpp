@@ -281,8 +281,10 @@ absl::StatusOr<Shape> unfold_shape(const Shape& in, const Node::Attrs& attrs) {
   }
   const int64_t oh = w->out_h(in[2]), ow = w->out_w(in[3]);
   if (oh < 1 || ow < 1) {
-    return invalid(fmt::format("unfold: a {}x{} window (dilation {}x{}) is larger than the padded input {}x{}", w->kh,
-                               w->kw, w->dh, w->dw, in[2] + 2 * w->ph, in[3] + 2 * w->pw));
+    // The dilation is said where it widens the window (pools have none).
+    const std::string dilated = w->dh == 1 && w->dw == 1 ? "" : fmt::format(" (dilation {}x{})", w->dh, w->dw);
+    return invalid(fmt::format("unfold: a {}x{} window{} is larger than the padded input {}x{}", w->kh, w->kw, dilated,
+                               in[2] + 2 * w->ph, in[3] + 2 * w->pw));
   }
   Shape out = {in[0], w->groups, in[1] / w->groups * w->kh * w->kw, oh, ow};
   if (absl::Status s = validate_dims("unfold", out); !s.ok()) return s;
