@@ -276,27 +276,20 @@ int Builder::check(Id cond, Id value, int status_buffer) {
   s.code = ++kernel_.num_checks;
   s.values = {cond, value};
   size_t at = std::max(depth(cond), depth(value));
-  // Hoisted out of the loops it does not depend on, but not out of a guard: a loop whose
-  // bound is a condition, not index arithmetic (a scatter's "the index covers this line"),
-  // may run no iteration, and its check would read an index past the index's end.
-  for (size_t d = open_.size(); d > at; --d) {
-    if (!index_arithmetic(open_[d - 1].hi)) {
-      at = d;
-      break;
-    }
-  }
-  // Out of a loop that may run no iteration (over a dim of 0) the check must hold where the
-  // loop is empty too: `cond or hi <= lo`, placed where those bounds are known.
+  // Hoisted out of the loops it does not depend on, innermost first, but not out of a guard:
+  // a loop whose bound is a condition, not index arithmetic (a scatter's "the index covers
+  // this line"), may run no iteration, and its check would read an index past the index's
+  // end. Out of a loop that may run no iteration over a dim of 0, the check must hold where
+  // the loop is empty too (`cond or hi <= lo`, below): it goes no higher than those bounds.
   auto may_be_empty = [&](const Stmt& loop) {
     const std::optional<int64_t> lo = constant_value(loop.lo), hi = constant_value(loop.hi);
     if (lo && hi) return *hi <= *lo;
     return !(kernel_.exprs[loop.lo].kind == ExprKind::Begin && kernel_.exprs[loop.hi].kind == ExprKind::End);
   };
-  for (size_t need = at;; at = need) {  // bounds that use an inner loop's variable hoist less
-    for (size_t d = open_.size(); d > at; --d) {
-      if (may_be_empty(open_[d - 1])) need = std::max({need, depth(open_[d - 1].lo), depth(open_[d - 1].hi)});
-    }
-    if (need == at) break;
+  for (size_t d = open_.size(); d > at; --d) {
+    const Stmt& loop = open_[d - 1];
+    if (!index_arithmetic(loop.hi)) at = d;
+    else if (may_be_empty(loop)) at = std::max({at, depth(loop.lo), depth(loop.hi)});
   }
   for (size_t d = open_.size(); d > at; --d) {
     const Stmt& loop = open_[d - 1];
